@@ -1,0 +1,184 @@
+#include "ember/core/parallel.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ember/core/error.h"
+
+namespace ember {
+
+// Note [Thread pool and fork]
+// Worker threads do not survive fork(). DataLoader workers fork, so the child
+// must not wait on workers that no longer exist: an atfork handler forgets the
+// pool in the child (leaking it on purpose) and the child builds a new one on
+// first use.
+namespace {
+
+thread_local bool t_in_parallel = false;
+void (*g_blas_hook)(int) = nullptr;
+
+int default_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? int(n) : 1;
+}
+std::atomic<int> g_num_threads{0};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n) {
+    for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { loop(i); });
+  }
+  ~ThreadPool() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  int size() const { return int(workers_.size()); }
+
+  // Runs task(i) for i in [0, ntasks); the caller works too.
+  void run(int ntasks, const std::function<void(int)>& task) {
+    std::unique_lock<std::mutex> run_lock(run_mu_);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      task_ = &task;
+      ntasks_ = ntasks;
+      next_ = 0;
+      pending_ = ntasks;
+      ++generation_;
+    }
+    cv_.notify_all();
+    uint64_t gen;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      gen = generation_;
+    }
+    work(gen);
+    std::unique_lock<std::mutex> g(mu_);
+    done_cv_.wait(g, [this] { return pending_ == 0; });
+    task_ = nullptr;
+  }
+
+ private:
+  void loop(int) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        cv_.wait(g, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      work(seen);
+    }
+  }
+
+  // Claims tasks of generation `gen` until none are left. Claiming under the
+  // lock keeps a late worker from running a finished generation's task.
+  void work(uint64_t gen) {
+    for (;;) {
+      const std::function<void(int)>* task;
+      int i;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (generation_ != gen || next_ >= ntasks_) return;
+        i = next_++;
+        task = task_;
+      }
+      (*task)(i);
+      std::lock_guard<std::mutex> g(mu_);
+      if (--pending_ == 0) done_cv_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_, run_mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int)>* task_ = nullptr;
+  int ntasks_ = 0;
+  int next_ = 0;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+std::mutex g_pool_mu;
+ThreadPool* g_pool = nullptr;
+
+void forget_pool_in_child() { g_pool = nullptr; }
+struct AtForkRegistrar {
+  AtForkRegistrar() { pthread_atfork(nullptr, nullptr, &forget_pool_in_child); }
+} g_atfork;
+
+ThreadPool& pool_for(int nthreads) {
+  std::lock_guard<std::mutex> g(g_pool_mu);
+  if (!g_pool || g_pool->size() != nthreads - 1) {
+    delete g_pool;
+    g_pool = new ThreadPool(nthreads - 1);
+  }
+  return *g_pool;
+}
+
+}  // namespace
+
+int get_num_threads() {
+  int n = g_num_threads.load();
+  return n > 0 ? n : default_threads();
+}
+
+void set_num_threads(int n) {
+  EMBER_CHECK(n > 0, "set_num_threads expects a positive integer, got ", n);
+  g_num_threads.store(n);
+  if (g_blas_hook) g_blas_hook(n);
+}
+
+void set_blas_threads_hook(void (*hook)(int)) {
+  g_blas_hook = hook;
+  if (hook) hook(get_num_threads());
+}
+
+bool in_parallel_region() { return t_in_parallel; }
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& f) {
+  int64_t n = end - begin;
+  if (n <= 0) return;
+  int nt = get_num_threads();
+  grain = std::max<int64_t>(grain, 1);
+  int64_t max_chunks = (n + grain - 1) / grain;
+  int tasks = int(std::min<int64_t>(nt, max_chunks));
+  if (tasks <= 1 || t_in_parallel) {
+    f(begin, end);
+    return;
+  }
+  int64_t chunk = (n + tasks - 1) / tasks;
+  std::exception_ptr err;
+  std::mutex err_mu;
+  std::function<void(int)> task = [&](int i) {
+    int64_t b = begin + i * chunk, e = std::min(end, b + chunk);
+    if (b >= e) return;
+    bool prev = t_in_parallel;
+    t_in_parallel = true;
+    try {
+      f(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> g(err_mu);
+      if (!err) err = std::current_exception();
+    }
+    t_in_parallel = prev;
+  };
+  pool_for(nt).run(tasks, task);
+  if (err) std::rethrow_exception(err);
+}
+
+}  // namespace ember

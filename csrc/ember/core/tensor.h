@@ -1,0 +1,116 @@
+// Tensor: a handle to a TensorImpl, a strided view of a refcounted Storage.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ember/core/allocator.h"
+#include "ember/core/device.h"
+#include "ember/core/dtype.h"
+#include "ember/core/error.h"
+#include "ember/core/small_vec.h"
+
+namespace ember {
+
+/// A block of memory on one device, shared by every view of it.
+struct StorageImpl {
+  DataPtr data;
+  size_t nbytes = 0;
+  Device device;
+  /// Version counter shared by all views of this storage (see Note [Version counter]).
+  uint32_t version = 0;
+
+  StorageImpl(DataPtr d, size_t n, Device dev) : data(d), nbytes(n), device(dev) {}
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+  ~StorageImpl() {
+    if (data.deleter) data.deleter(data.ctx);
+  }
+};
+using Storage = std::shared_ptr<StorageImpl>;
+
+/// Allocates `nbytes` on `device` through its allocator.
+Storage make_storage(size_t nbytes, Device device);
+
+/// Autograd's per-tensor state lives behind this base (filled in by autograd/).
+struct AutogradMeta {
+  virtual ~AutogradMeta() = default;
+};
+
+// Note [Version counter]
+// Every in-place write bumps a counter that all views of the written memory
+// share, so that autograd can tell a saved tensor was modified after it was
+// saved. By default a tensor points at the counter inside its StorageImpl (no
+// extra allocation); `.data`-style aliases get a fresh counter of their own.
+struct TensorImpl {
+  Storage storage;
+  Shape sizes, strides;
+  int64_t offset = 0;  // in elements
+  int64_t numel = 1;
+  DType dtype = DType::Float32;
+  bool requires_grad = false;  // leaf flag; autograd refines it
+  bool wrapped_number = false;  // a Python scalar turned tensor: weaker in type promotion
+  std::shared_ptr<uint32_t> version;
+  std::shared_ptr<AutogradMeta> autograd;
+
+  Device device() const { return storage->device; }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return bool(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+  int64_t dim() const { return int64_t(impl_->sizes.size()); }
+  const Shape& sizes() const { return impl_->sizes; }
+  const Shape& strides() const { return impl_->strides; }
+  int64_t size(int64_t d) const;    // wraps negative d, raises IndexError
+  int64_t stride(int64_t d) const;  // wraps negative d, raises IndexError
+  int64_t numel() const { return impl_->numel; }
+  int64_t storage_offset() const { return impl_->offset; }
+  DType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->storage->device; }
+  int64_t element_size() const { return ::ember::element_size(impl_->dtype); }
+  const Storage& storage() const { return impl_->storage; }
+  /// Address of element [0, ..., 0].
+  char* data_ptr() const {
+    return static_cast<char*>(impl_->storage->data.ptr) + impl_->offset * element_size();
+  }
+  template <typename T> T* data() const { return reinterpret_cast<T*>(data_ptr()); }
+  bool is_contiguous() const;
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  uint32_t version() const { return *impl_->version; }
+  void bump_version() const { ++*impl_->version; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+/// Contiguous strides for `sizes`.
+Shape contiguous_strides(const Shape& sizes);
+/// Product of sizes, raising RuntimeError on overflow.
+int64_t checked_numel(const Shape& sizes);
+/// Wraps a possibly negative dim into [0, ndim); raises IndexError naming the valid range.
+int64_t wrap_dim(int64_t d, int64_t ndim, bool scalar_ok = true);
+/// "[2, 3]"
+std::string shape_str(const Shape& s);
+
+/// A new contiguous, uninitialized tensor.
+Tensor empty(const Shape& sizes, DType dtype, Device device = Device());
+/// A view of `base`'s storage with the given geometry; checked against the storage bounds.
+Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset);
+/// Wraps external memory (NumPy, DLPack) without copying.
+Tensor from_blob(DataPtr data, size_t nbytes, Device device, DType dtype, Shape sizes,
+                 Shape strides, int64_t offset);
+
+/// Checked arithmetic for sizes, strides and offsets.
+int64_t checked_mul(int64_t a, int64_t b, const char* what);
+int64_t checked_add(int64_t a, int64_t b, const char* what);
+
+}  // namespace ember

@@ -1,0 +1,410 @@
+// Front-ends of the elementwise ops in ops.def, plus copy, fill and where.
+#include <cstring>
+
+#include "ember/ops/ops.h"
+
+namespace ember {
+
+DispatchStub<IterKernel> unary_stubs[int(UnaryOp::Count)] = {
+#define EMBER_STUB(n, F, k) DispatchStub<IterKernel>(#n),
+    EMBER_UNARY_OPS(EMBER_STUB)
+#undef EMBER_STUB
+};
+DispatchStub<IterKernel> binary_stubs[int(BinaryOp::Count)] = {
+#define EMBER_STUB(n, F, k) DispatchStub<IterKernel>(#n),
+    EMBER_BINARY_OPS(EMBER_STUB)
+#undef EMBER_STUB
+};
+DispatchStub<IterKernel> copy_stub("copy_");
+DispatchStub<IterKernel> where_stub("where");
+DispatchStub<void (*)(TensorIterator&, Scalar)> fill_stub("fill_");
+
+const char* op_name(UnaryOp op) { return unary_stubs[int(op)].name; }
+const char* op_name(BinaryOp op) { return binary_stubs[int(op)].name; }
+
+namespace {
+
+enum class Kind { SAME, BITS, ROUND, FLOATONLY, FLOAT, PRED, ARITH, TRUEDIV, FLOATING, COMPARE, LOGICAL };
+
+const Kind kUnaryKind[] = {
+#define EMBER_KIND(n, F, k) Kind::k,
+    EMBER_UNARY_OPS(EMBER_KIND)
+#undef EMBER_KIND
+};
+const Kind kBinaryKind[] = {
+#define EMBER_KIND(n, F, k) Kind::k,
+    EMBER_BINARY_OPS(EMBER_KIND)
+#undef EMBER_KIND
+};
+
+// Result-type state: the dtype of the tensors with dims, of the 0-dim ones,
+// and of the wrapped Python numbers, each promoted within its group.
+// (-1 = none seen.)
+struct Promo {
+  int dim = -1, zero = -1, wrapped = -1;
+  static int promote(int a, DType b) { return a < 0 ? int(b) : int(promote_types(DType(a), b)); }
+  void add(const Tensor& t) {
+    if (t.impl()->wrapped_number) {
+      DType d = t.dtype();
+      if (is_floating(d)) d = default_dtype();
+      wrapped = promote(wrapped, d);
+    } else if (t.dim() == 0) {
+      zero = promote(zero, t.dtype());
+    } else {
+      dim = promote(dim, t.dtype());
+    }
+  }
+  static int combine(int higher, int lower) {
+    if (higher < 0) return lower;
+    if (lower < 0) return higher;
+    if (is_floating(DType(higher))) return higher;
+    if (DType(higher) == DType::Bool || is_floating(DType(lower)))
+      return int(promote_types(DType(higher), DType(lower)));
+    return higher;
+  }
+  DType result() const { return DType(combine(dim, combine(zero, wrapped))); }
+};
+
+DType unary_compute_dtype(UnaryOp op, DType in) {
+  const char* name = op_name(op);
+  switch (kUnaryKind[int(op)]) {
+    case Kind::FLOAT:
+      return is_floating(in) ? in : default_dtype();
+    case Kind::FLOATONLY:
+      EMBER_CHECK(is_floating(in), '"', name, "\" not implemented for '", dtype_name(in), "'");
+      return in;
+    case Kind::BITS:
+      EMBER_CHECK(!is_floating(in), "bitwise_not: only integral and boolean dtypes are supported, got ",
+                  dtype_name(in));
+      return in;
+    case Kind::SAME:
+      if (op == UnaryOp::neg)
+        EMBER_CHECK(in != DType::Bool,
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+      EMBER_CHECK(in != DType::Bool || op == UnaryOp::sign, '"', name,
+                  "\" not implemented for 'bool'");
+      return in;
+    default:
+      return in;
+  }
+}
+
+DType unary_out_dtype(UnaryOp op, DType compute) {
+  return kUnaryKind[int(op)] == Kind::PRED ? DType::Bool : compute;
+}
+
+// Resizes `out` (PyTorch's out= contract) or checks that it matches.
+void prepare_out(const Tensor& out, const Shape& shape, const char* op) {
+  EMBER_CHECK(out.sizes() == shape, op, ": out= has shape ", shape_str(out.sizes()),
+              " but the result has shape ", shape_str(shape),
+              "; pass an out tensor of the result's shape");
+}
+
+bool ranges_overlap(const Tensor& a, const Tensor& b) {
+  if (a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
+  auto extent = [](const Tensor& t, int64_t& lo, int64_t& hi) {
+    lo = t.storage_offset() * t.element_size();
+    int64_t last = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); ++d) last += (t.sizes()[d] - 1) * t.strides()[d];
+    hi = (last + 1) * t.element_size();
+  };
+  int64_t alo, ahi, blo, bhi;
+  extent(a, alo, ahi);
+  extent(b, blo, bhi);
+  return alo < bhi && blo < ahi;
+}
+
+}  // namespace
+
+void check_no_internal_overlap(const Tensor& out, const char* op) {
+  for (int64_t d = 0; d < out.dim(); ++d)
+    EMBER_CHECK(!(out.strides()[d] == 0 && out.sizes()[d] > 1), op,
+                ": unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation.");
+}
+
+void check_no_overlap(const Tensor& out, const Tensor& in, const char* op) {
+  if (!ranges_overlap(out, in)) return;
+  // Exactly the same elements is fine (in-place); any other overlap is not.
+  bool same = out.storage_offset() == in.storage_offset() && out.sizes() == in.sizes() &&
+              out.strides() == in.strides() && out.dtype() == in.dtype();
+  if (same) return;
+  // A broadcast input that equals out on its non-broadcast dims is still a hazard: reject.
+  EMBER_ERROR(op,
+              ": unsupported operation: some elements of the input tensor and the written-to "
+              "tensor refer to a single memory location. Please clone() the tensor before "
+              "performing the operation.");
+}
+
+void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.device().type == b.device().type) return;
+  if (b.impl()->wrapped_number || (b.dim() == 0 && b.device().is_cpu())) return;
+  if (a.impl()->wrapped_number || (a.dim() == 0 && a.device().is_cpu())) return;
+  EMBER_ERROR(op, ": Expected all tensors to be on the same device, but found at least two "
+                  "devices, ", a.device().str(), " and ", b.device().str(), "!");
+}
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  Promo p;
+  p.add(a);
+  p.add(b);
+  return p.result();
+}
+
+DType result_type(const Tensor& a, Scalar s) { return result_type(a, wrap_scalar(s)); }
+
+Tensor wrap_scalar(Scalar s, Device device) {
+  DType dt = s.is_bool() ? DType::Bool : s.is_integral() ? DType::Int64 : DType::Float64;
+  Tensor t = scalar_tensor(s, dt, device);
+  t.impl()->wrapped_number = true;
+  return t;
+}
+
+// ---- unary ----------------------------------------------------------------------------
+
+static Tensor run_unary(UnaryOp op, const Tensor& a, const Tensor* out_opt) {
+  DType compute = unary_compute_dtype(op, a.dtype());
+  DType out_dt = unary_out_dtype(op, compute);
+  Tensor in = a.dtype() == compute ? a : to_dtype(a, compute);
+  Tensor out;
+  bool direct = false;
+  if (out_opt) {
+    prepare_out(*out_opt, a.sizes(), op_name(op));
+    check_no_internal_overlap(*out_opt, op_name(op));
+    check_no_overlap(*out_opt, in, op_name(op));
+    direct = out_opt->dtype() == out_dt;
+    if (!direct)
+      EMBER_CHECK(!(is_floating(out_dt) && !is_floating(out_opt->dtype())) &&
+                      !(out_dt != DType::Bool && out_opt->dtype() == DType::Bool),
+                  "result type ", dtype_name(out_dt), " can't be cast to the desired output type ",
+                  dtype_name(out_opt->dtype()));
+    out = direct ? *out_opt : empty(a.sizes(), out_dt, a.device());
+  } else {
+    out = empty(a.sizes(), out_dt, a.device());
+  }
+  TensorIterator it({out, in}, 1, a.sizes());
+  unary_stubs[int(op)].get(a.device())(it);
+  if (out_opt) {
+    if (!direct) copy_(*out_opt, out);
+    else out_opt->bump_version();
+    return *out_opt;
+  }
+  return out;
+}
+
+Tensor unary(UnaryOp op, const Tensor& a) { return run_unary(op, a, nullptr); }
+Tensor& unary_out(UnaryOp op, const Tensor& a, const Tensor& out) {
+  run_unary(op, a, &out);
+  return const_cast<Tensor&>(out);
+}
+Tensor& unary_(UnaryOp op, const Tensor& a) { return unary_out(op, a, a); }
+
+// ---- binary ---------------------------------------------------------------------------
+
+static void binary_checks(BinaryOp op, const Tensor& a, const Tensor& b, DType common) {
+  const char* name = op_name(op);
+  Kind k = kBinaryKind[int(op)];
+  if (k == Kind::BITS)
+    EMBER_CHECK(!is_floating(common), '"', name, "_cpu\" not implemented for '",
+                dtype_name(common), "' (bitwise ops take integer or bool tensors)");
+  if (k == Kind::ARITH && common == DType::Bool) {
+    EMBER_CHECK(op != BinaryOp::sub,
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                "`^` or `logical_xor()` operator instead.");
+    EMBER_CHECK(op == BinaryOp::add || op == BinaryOp::mul || op == BinaryOp::maximum ||
+                    op == BinaryOp::minimum,
+                '"', name, "\" not implemented for 'bool'");
+  }
+  if (op == BinaryOp::pow && is_integral(common, false) && b.impl()->wrapped_number &&
+      !is_floating(b.dtype()))
+    EMBER_CHECK(*b.data<int64_t>() >= 0 || b.dtype() != DType::Int64,
+                "Integers to negative integer powers are not allowed.");
+  (void)a;
+}
+
+// Integer division by zero is an error (as in PyTorch), never a SIGFPE.
+static void check_integer_divisor(BinaryOp op, const Tensor& b) {
+  if (!(op == BinaryOp::floor_divide || op == BinaryOp::remainder || op == BinaryOp::fmod)) return;
+  if (!is_integral(b.dtype(), true) || !b.device().is_cpu()) return;
+  Tensor z = binary(BinaryOp::eq, b, wrap_scalar(Scalar(int64_t(0))));
+  const Tensor zc = contiguous(z);
+  const bool* p = zc.data<bool>();
+  for (int64_t i = 0; i < zc.numel(); ++i) EMBER_CHECK(!p[i], "ZeroDivisionError");
+}
+
+static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor* out_opt) {
+  const char* name = op_name(op);
+  check_same_device(a, b, name);
+  DType common = result_type(a, b);
+  binary_checks(op, a, b, common);
+  Kind k = kBinaryKind[int(op)];
+  DType compute = common;
+  if ((k == Kind::TRUEDIV || k == Kind::FLOATING) && !is_floating(common)) compute = default_dtype();
+  DType out_dt = (k == Kind::COMPARE || k == Kind::LOGICAL) ? DType::Bool : compute;
+  Device dev = a.impl()->wrapped_number ? b.device() : a.device();
+  if (b.dim() == 0 && !a.device().is_cpu()) dev = a.device();
+  Tensor ca = a.dtype() == compute && a.device() == dev ? a : to_device(to_dtype(a, compute), dev);
+  Tensor cb = b.dtype() == compute && b.device() == dev ? b : to_device(to_dtype(b, compute), dev);
+  if (is_integral(compute, true)) check_integer_divisor(op, cb);
+  Shape shape = a.sizes() == b.sizes() ? a.sizes() : broadcast_shapes(a.sizes(), b.sizes());
+  Tensor out;
+  bool direct = false;
+  if (out_opt) {
+    if (out_opt->sizes() != shape)
+      EMBER_ERROR(name, ": output with shape ", shape_str(out_opt->sizes()),
+                  " doesn't match the broadcast shape ", shape_str(shape));
+    check_no_internal_overlap(*out_opt, name);
+    check_no_overlap(*out_opt, ca, name);
+    check_no_overlap(*out_opt, cb, name);
+    DType od = out_opt->dtype();
+    EMBER_CHECK(!(is_floating(out_dt) && !is_floating(od)) &&
+                    !(out_dt != DType::Bool && od == DType::Bool),
+                "result type ", dtype_name(out_dt), " can't be cast to the desired output type ",
+                dtype_name(od));
+    direct = od == out_dt && out_opt->device() == dev;
+    out = direct ? *out_opt : empty(shape, out_dt, dev);
+  } else {
+    out = empty(shape, out_dt, dev);
+  }
+  TensorIterator it({out, ca, cb}, 1, shape);
+  binary_stubs[int(op)].get(dev)(it);
+  if (out_opt) {
+    if (!direct) copy_(*out_opt, out);
+    else out_opt->bump_version();
+    return *out_opt;
+  }
+  return out;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) { return run_binary(op, a, b, nullptr); }
+Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  run_binary(op, a, b, &out);
+  return const_cast<Tensor&>(out);
+}
+Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b) { return binary_out(op, a, b, a); }
+
+static bool is_one(Scalar s) { return s.to_double() == 1.0; }
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  if (is_one(alpha)) return binary(BinaryOp::add, a, b);
+  return binary(BinaryOp::add, a, binary(BinaryOp::mul, b, wrap_scalar(alpha)));
+}
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  if (is_one(alpha)) return binary(BinaryOp::sub, a, b);
+  return binary(BinaryOp::sub, a, binary(BinaryOp::mul, b, wrap_scalar(alpha)));
+}
+
+// ---- where / clamp ----------------------------------------------------------------------
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(cond.dtype() == DType::Bool || cond.dtype() == DType::UInt8,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              dtype_name(cond.dtype()));
+  check_same_device(cond, a, "where");
+  check_same_device(a, b, "where");
+  DType dt = result_type(a, b);
+  Device dev = a.impl()->wrapped_number ? b.device() : a.device();
+  Tensor ca = a.dtype() == dt ? a : to_dtype(a, dt);
+  Tensor cb = b.dtype() == dt ? b : to_dtype(b, dt);
+  Tensor cc = cond.dtype() == DType::Bool ? cond : to_dtype(cond, DType::Bool);
+  Shape shape = broadcast_shapes(broadcast_shapes(cc.sizes(), ca.sizes()), cb.sizes());
+  Tensor out = empty(shape, dt, dev);
+  TensorIterator it({out, cc, to_device(ca, dev), to_device(cb, dev)}, 1, shape);
+  where_stub.get(dev)(it);
+  return out;
+}
+
+Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  EMBER_CHECK(a.dtype() != DType::Bool, "\"clamp\" not implemented for 'bool'");
+  Tensor r = a;
+  if (min) r = binary(BinaryOp::maximum, r, *min);
+  if (max) r = binary(BinaryOp::minimum, r, *max);
+  if (r.is_same(a)) r = clone(a);
+  return r;
+}
+
+// ---- copy / convert -------------------------------------------------------------------
+
+const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0 && src.numel() == 0) return dst;
+  Tensor s = expand_to(src, dst.sizes(), "copy_");
+  check_no_internal_overlap(dst, "copy_");
+  if (dst.is_same(src)) return dst;
+  // Overlapping views (e.g. a[1:].copy_(a[:-1])) go through a temporary.
+  if (ranges_overlap(dst, s) && !(dst.storage_offset() == s.storage_offset() &&
+                                  dst.strides() == s.strides() && dst.dtype() == s.dtype())) {
+    s = clone(s);
+  }
+  Device dev = dst.device();
+  if (!s.device().is_cpu() || !dev.is_cpu()) {
+    // Cross-device copies are the CUDA backend's; it registers in copy_stub's CUDA slot.
+    dev = s.device().is_cpu() ? dst.device() : s.device();
+  }
+  TensorIterator it({dst, s}, 1, dst.sizes());
+  copy_stub.get(dev)(it);
+  dst.bump_version();
+  return dst;
+}
+
+Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
+  if (a.dtype() == dtype && !copy) return a;
+  Tensor out = empty(a.sizes(), dtype, a.device());
+  if (a.numel()) copy_(out, a);
+  out.impl()->wrapped_number = a.impl()->wrapped_number;
+  return out;
+}
+
+Tensor to_device(const Tensor& a, Device device, bool copy) {
+  if (device.is_cuda() && device.index < 0) device.index = 0;
+  Device ad = a.device();
+  if (ad.type == device.type && (ad.index == device.index || device.index < 0) && !copy) return a;
+  Tensor out = empty(a.sizes(), a.dtype(), device);
+  if (a.numel()) copy_(out, a);
+  return out;
+}
+
+Tensor contiguous(const Tensor& a) {
+  if (a.is_contiguous()) return a;
+  return clone(a);
+}
+
+Tensor clone(const Tensor& a) {
+  Tensor out = empty(a.sizes(), a.dtype(), a.device());
+  if (a.numel()) copy_(out, a);
+  return out;
+}
+
+const Tensor& fill_(const Tensor& a, Scalar v) {
+  check_no_internal_overlap(a, "fill_");
+  if (a.numel()) {
+    TensorIterator it({a}, 1, a.sizes());
+    fill_stub.get(a.device())(it, v);
+  }
+  a.bump_version();
+  return a;
+}
+
+Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device) {
+  Tensor t = empty(sizes, dtype, device);
+  fill_(t, v);
+  *t.impl()->version = 0;
+  return t;
+}
+
+Tensor zeros(const Shape& sizes, DType dtype, Device device) {
+  return full(sizes, Scalar(int64_t(0)), dtype, device);
+}
+
+Tensor scalar_tensor(Scalar s, DType dtype, Device device) {
+  Tensor t = empty(Shape{}, dtype, Device());
+  dispatch_all(dtype, "scalar_tensor", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *t.data<T>() = s.to<T>();
+  });
+  return device.is_cpu() ? t : to_device(t, device);
+}
+
+}  // namespace ember

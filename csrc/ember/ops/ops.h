@@ -1,0 +1,80 @@
+// Op front-ends: the C++ API of every tensor op. Each validates its arguments,
+// promotes dtypes, broadcasts, allocates the result and calls its kernel
+// through the registry (kernels/dispatch.h).
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "ember/core/scalar.h"
+#include "ember/core/tensor.h"
+#include "ember/kernels/dispatch.h"
+#include "ember/kernels/tensor_iterator.h"
+#include "ember/ops/ops.def"
+
+namespace ember {
+
+enum class UnaryOp : int {
+#define EMBER_ENUM(n, F, k) n,
+  EMBER_UNARY_OPS(EMBER_ENUM)
+#undef EMBER_ENUM
+      Count
+};
+enum class BinaryOp : int {
+#define EMBER_ENUM(n, F, k) n,
+  EMBER_BINARY_OPS(EMBER_ENUM)
+#undef EMBER_ENUM
+      Count
+};
+const char* op_name(UnaryOp op);
+const char* op_name(BinaryOp op);
+
+using IterKernel = void (*)(TensorIterator&);
+extern DispatchStub<IterKernel> unary_stubs[int(UnaryOp::Count)];
+extern DispatchStub<IterKernel> binary_stubs[int(BinaryOp::Count)];
+/// Casting copy: operand 0 (dst) <- operand 1 (src), any two dtypes.
+extern DispatchStub<IterKernel> copy_stub;
+/// where: out <- cond ? a : b (operands out, cond, a, b; a and b share out's dtype).
+extern DispatchStub<IterKernel> where_stub;
+/// fill: every element of operand 0 <- the scalar.
+extern DispatchStub<void (*)(TensorIterator&, Scalar)> fill_stub;
+
+// ---- elementwise -------------------------------------------------------------
+Tensor unary(UnaryOp op, const Tensor& a);
+Tensor& unary_(UnaryOp op, const Tensor& a);
+Tensor& unary_out(UnaryOp op, const Tensor& a, const Tensor& out);
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b);
+Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
+/// A 0-dim "wrapped number" tensor for a Python scalar (weak in promotion).
+Tensor wrap_scalar(Scalar s, Device device = Device());
+/// PyTorch's result_type over tensors (wrapped numbers count as scalars).
+DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const Tensor& a, Scalar s);
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = Scalar(int64_t(1)));
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = Scalar(int64_t(1)));
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max);
+
+// ---- copies and conversions ------------------------------------------------------
+/// Copies src into dst, broadcasting src and converting its dtype. Bumps dst's version.
+const Tensor& copy_(const Tensor& dst, const Tensor& src);
+Tensor to_dtype(const Tensor& a, DType dtype, bool copy = false);
+Tensor to_device(const Tensor& a, Device device, bool copy = false);
+Tensor contiguous(const Tensor& a);
+Tensor clone(const Tensor& a);
+const Tensor& fill_(const Tensor& a, Scalar v);
+
+// ---- factories -------------------------------------------------------------------
+Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device = Device());
+Tensor zeros(const Shape& sizes, DType dtype, Device device = Device());
+Tensor scalar_tensor(Scalar s, DType dtype, Device device = Device());
+
+// ---- checks shared by front-ends ---------------------------------------------------------
+/// Raises if `out` has internal overlap (stride-0 writes) or partially overlaps `in`.
+void check_no_overlap(const Tensor& out, const Tensor& in, const char* op);
+void check_no_internal_overlap(const Tensor& out, const char* op);
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+
+}  // namespace ember

@@ -1,0 +1,65 @@
+// Shared helpers of the Python bindings: argument conversion (scalars, shapes,
+// dtypes, devices) with PyTorch's TypeError messages, and the init_* entry
+// points of each binding file.
+#pragma once
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "ember/core/scalar.h"
+#include "ember/core/tensor.h"
+
+namespace py = pybind11;
+
+namespace ember::python {
+
+/// The Python object for a dtype (a singleton per dtype).
+struct PyDType {
+  DType dtype;
+};
+/// The Python object for a device.
+struct PyDevice {
+  Device device;
+};
+
+void init_tensor(py::module_& m);
+void init_ops(py::module_& m);
+void init_factories(py::module_& m);
+void init_indexing(py::module_& m);
+void init_reduce(py::module_& m);
+void init_linalg(py::module_& m);
+void init_interop(py::module_& m);
+void init_random(py::module_& m);
+
+/// True (and sets `out`) when `h` is an ember Tensor.
+bool as_tensor(py::handle h, Tensor*& out);
+/// True (and sets `out`) when `h` is a Python/NumPy bool, int or float.
+bool as_scalar(py::handle h, Scalar& out);
+/// A tensor from a Tensor or a Python number (a wrapped number); TypeError otherwise.
+Tensor tensor_or_scalar(py::handle h, const char* op, const char* arg);
+/// A Scalar from a Python number or a one-element tensor; TypeError otherwise.
+Scalar scalar_arg(py::handle h, const char* op, const char* arg);
+/// A Python int (or anything with __index__); TypeError naming op/arg otherwise.
+int64_t int_arg(py::handle h, const char* op, const char* arg);
+/// Sizes from `f(2, 3)`, `f((2, 3))`, `f([2, 3])` or `f(ember.Size(...))`.
+Shape shape_from_args(const py::args& args, const char* op, const char* arg = "size");
+/// Sizes from one sequence-or-int object.
+Shape shape_arg(py::handle h, const char* op, const char* arg);
+/// A dtype from a dtype object or the Python types bool/int/float.
+DType dtype_arg(py::handle h, const char* op = "dtype");
+std::optional<DType> optional_dtype(py::handle h, const char* op = "dtype");
+/// A device from a device object, a string or a CUDA index.
+Device device_arg(py::handle h);
+std::optional<Device> optional_device(py::handle h);
+/// Python objects for dtypes, devices and ember.Size.
+py::object dtype_object(DType t);
+py::object size_object(const Shape& s);
+py::object device_object(Device d);
+py::object wrap(Tensor t);
+
+/// Python type name of an object, for messages.
+std::string type_name(py::handle h);
+
+}  // namespace ember::python

@@ -1,0 +1,54 @@
+// The ember._C extension module: calls each area's init_* and installs the one
+// translator from C++ exceptions to Python exceptions.
+#include <Python.h>
+
+#include "ember/core/error.h"
+#include "ember/core/parallel.h"
+#include "ember/python/bind.h"
+
+namespace ember::python {
+namespace {
+
+// Note [Error translation]
+// Every ember::Error becomes the Python exception its kind names; this is the
+// only place that mapping lives. Other C++ exceptions keep pybind11's mapping
+// (std::bad_alloc -> MemoryError, ...), and anything unknown is a RuntimeError:
+// nothing escapes as an abort.
+void translate(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const Error& e) {
+    PyObject* type = PyExc_RuntimeError;
+    switch (e.kind()) {
+      case ErrorKind::Index: type = PyExc_IndexError; break;
+      case ErrorKind::Type: type = PyExc_TypeError; break;
+      case ErrorKind::Value: type = PyExc_ValueError; break;
+      case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
+      default: break;
+    }
+    PyErr_SetString(type, e.what());
+  }
+}
+
+}  // namespace
+}  // namespace ember::python
+
+PYBIND11_MODULE(_C, m) {
+  using namespace ember::python;
+  m.doc() = "ember's C++ core";
+  py::register_exception_translator(&translate);
+  init_tensor(m);
+  init_ops(m);
+  init_factories(m);
+  init_indexing(m);
+  init_reduce(m);
+  init_linalg(m);
+  init_interop(m);
+  init_random(m);
+  m.def("get_num_threads", &ember::get_num_threads);
+  m.def("set_num_threads", [](int64_t n) {
+    EMBER_CHECK(n > 0 && n < 4096, "set_num_threads expects a positive integer, got ", n);
+    ember::set_num_threads(int(n));
+  });
+  m.attr("_cuda_version") = std::string(EMBER_CUDA_VERSION);
+}

@@ -1,0 +1,207 @@
+// Bindings of the elementwise ops, generated from ops.def, and the Python
+// operators (+, -, *, /, //, %, **, comparisons, &, |, ^, ~) incl. reflected
+// and augmented forms.
+#include "ember/ops/ops.h"
+#include "ember/python/bind.h"
+
+namespace ember::python {
+namespace {
+
+// out= given as a keyword: None or a Tensor.
+const Tensor* out_arg(py::handle out, const char* op) {
+  if (out.is_none()) return nullptr;
+  Tensor* t;
+  if (as_tensor(out, t)) return t;
+  raise(ErrorKind::Type, op, "(): argument 'out' must be Tensor, not ", type_name(out));
+}
+
+py::object unary_py(UnaryOp op, const Tensor& a, py::handle out) {
+  const Tensor* o = out_arg(out, op_name(op));
+  if (o) {
+    unary_out(op, a, *o);
+    return py::reinterpret_borrow<py::object>(out);
+  }
+  return wrap(unary(op, a));
+}
+
+// Applies a binary op where either side may be a Python number.
+Tensor binary_any(BinaryOp op, py::handle a, py::handle b) {
+  Tensor* ta = nullptr;
+  Tensor* tb = nullptr;
+  bool ha = as_tensor(a, ta), hb = as_tensor(b, tb);
+  if (ha && hb) return binary(op, *ta, *tb);
+  if (!ha && !hb)
+    raise(ErrorKind::Type, op_name(op), "(): expected at least one Tensor argument, got ",
+          type_name(a), " and ", type_name(b));
+  Tensor x = ha ? *ta : tensor_or_scalar(a, op_name(op), "input");
+  Tensor y = hb ? *tb : tensor_or_scalar(b, op_name(op), "other");
+  return binary(op, x, y);
+}
+
+// For operators: NotImplemented when the other operand is not a number or tensor,
+// so that Python can try the reflected method or raise its own TypeError.
+bool operand(py::handle h, Tensor& out) {
+  Tensor* t;
+  if (as_tensor(h, t)) {
+    out = *t;
+    return true;
+  }
+  Scalar s;
+  if (as_scalar(h, s)) {
+    out = wrap_scalar(s);
+    return true;
+  }
+  return false;
+}
+
+Tensor with_alpha(BinaryOp op, const Tensor& b, py::handle alpha) {
+  if (alpha.is_none()) return b;
+  Scalar al = scalar_arg(alpha, op_name(op), "alpha");
+  if (al.to_double() == 1.0) return b;
+  return binary(BinaryOp::mul, b, wrap_scalar(al));
+}
+
+}  // namespace
+
+void init_ops(py::module_& m) {
+  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+
+#define EMBER_BIND_UNARY(n, F, k)                                                              \
+  m.def(#n, [](const Tensor& a, py::handle out) { return unary_py(UnaryOp::n, a, out); },       \
+        py::arg("input"), py::kw_only(), py::arg("out") = py::none());                          \
+  cls.def(#n, [](const Tensor& a) { return unary(UnaryOp::n, a); });                           \
+  cls.def(#n "_", [](const Tensor& a) { return unary_(UnaryOp::n, a); });
+  EMBER_UNARY_OPS(EMBER_BIND_UNARY)
+#undef EMBER_BIND_UNARY
+
+#define EMBER_BIND_BINARY(n, F, k)                                                                \
+  m.def(#n, [](py::handle a, py::handle b, py::handle alpha, py::handle out) -> py::object {       \
+    BinaryOp op = BinaryOp::n;                                                                     \
+    Tensor x = tensor_or_scalar(a, #n, "input");                                                   \
+    Tensor y = with_alpha(op, tensor_or_scalar(b, #n, "other"), alpha);                            \
+    if (const Tensor* o = out_arg(out, #n)) {                                                      \
+      binary_out(op, x, y, *o);                                                                    \
+      return py::reinterpret_borrow<py::object>(out);                                              \
+    }                                                                                              \
+    return wrap(binary(op, x, y));                                                                 \
+  }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none(),             \
+        py::arg("out") = py::none());                                                              \
+  cls.def(#n, [](const Tensor& a, py::handle b, py::handle alpha) {                                \
+    return binary(BinaryOp::n, a, with_alpha(BinaryOp::n, tensor_or_scalar(b, #n, "other"), alpha)); \
+  }, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());                              \
+  cls.def(#n "_", [](const Tensor& a, py::handle b, py::handle alpha) {                            \
+    return binary_(BinaryOp::n, a, with_alpha(BinaryOp::n, tensor_or_scalar(b, #n "_", "other"), alpha)); \
+  }, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
+  EMBER_BINARY_OPS(EMBER_BIND_BINARY)
+#undef EMBER_BIND_BINARY
+
+  // Aliases PyTorch users reach for.
+  m.attr("multiply") = m.attr("mul");
+  m.attr("subtract") = m.attr("sub");
+  m.attr("divide") = m.attr("div");
+  m.attr("true_divide") = m.attr("div");
+  m.attr("greater") = m.attr("gt");
+  m.attr("less") = m.attr("lt");
+  m.attr("greater_equal") = m.attr("ge");
+  m.attr("less_equal") = m.attr("le");
+  m.attr("not_equal") = m.attr("ne");
+  m.attr("absolute") = m.attr("abs");
+  m.attr("negative") = m.attr("neg");
+  m.attr("arctan2") = m.attr("atan2");
+  for (const char* a : {"multiply", "subtract", "divide", "true_divide", "greater", "less",
+                        "greater_equal", "less_equal", "not_equal", "absolute", "negative", "arctan2"}) {
+    std::string base = py::str(m.attr(a).attr("__name__"));
+    cls.attr(a) = cls.attr(base.c_str());
+    cls.attr((std::string(a) + "_").c_str()) = cls.attr((base + "_").c_str());
+  }
+
+  // Python operators. Forward, reflected (b op a) and augmented (a op= b).
+#define EMBER_OPERATOR(py_name, op)                                                    \
+  cls.def("__" py_name "__", [](const Tensor& a, py::handle b) -> py::object {        \
+    Tensor y;                                                                           \
+    if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);   \
+    return wrap(binary(op, a, y));                                                      \
+  });                                                                                   \
+  cls.def("__r" py_name "__", [](const Tensor& a, py::handle b) -> py::object {       \
+    Tensor x;                                                                           \
+    if (!operand(b, x)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);   \
+    return wrap(binary(op, x, a));                                                      \
+  });                                                                                   \
+  cls.def("__i" py_name "__", [](py::handle self, py::handle b) -> py::object {       \
+    Tensor y;                                                                           \
+    if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);   \
+    binary_(op, self.cast<Tensor&>(), y);                                               \
+    return py::reinterpret_borrow<py::object>(self);                                    \
+  });
+  EMBER_OPERATOR("add", BinaryOp::add)
+  EMBER_OPERATOR("sub", BinaryOp::sub)
+  EMBER_OPERATOR("mul", BinaryOp::mul)
+  EMBER_OPERATOR("truediv", BinaryOp::div)
+  EMBER_OPERATOR("floordiv", BinaryOp::floor_divide)
+  EMBER_OPERATOR("mod", BinaryOp::remainder)
+  EMBER_OPERATOR("pow", BinaryOp::pow)
+  EMBER_OPERATOR("and", BinaryOp::bitwise_and)
+  EMBER_OPERATOR("or", BinaryOp::bitwise_or)
+  EMBER_OPERATOR("xor", BinaryOp::bitwise_xor)
+#undef EMBER_OPERATOR
+  cls.attr("__div__") = cls.attr("__truediv__");
+
+#define EMBER_COMPARE(py_name, op)                                                  \
+  cls.def("__" py_name "__", [](const Tensor& a, py::handle b) -> py::object {     \
+    Tensor y;                                                                        \
+    if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented); \
+    return wrap(binary(op, a, y));                                                   \
+  });
+  EMBER_COMPARE("eq", BinaryOp::eq)
+  EMBER_COMPARE("ne", BinaryOp::ne)
+  EMBER_COMPARE("lt", BinaryOp::lt)
+  EMBER_COMPARE("le", BinaryOp::le)
+  EMBER_COMPARE("gt", BinaryOp::gt)
+  EMBER_COMPARE("ge", BinaryOp::ge)
+#undef EMBER_COMPARE
+  // Defining __eq__ resets __hash__: tensors hash by identity, as PyTorch's.
+  cls.def("__hash__", [](py::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; });
+
+  cls.def("__neg__", [](const Tensor& a) { return unary(UnaryOp::neg, a); });
+  cls.def("__pos__", [](const Tensor& a) { return a; });
+  cls.def("__abs__", [](const Tensor& a) { return unary(UnaryOp::abs, a); });
+  cls.def("__invert__", [](const Tensor& a) {
+    if (a.dtype() == DType::Bool) return unary(UnaryOp::logical_not, a);
+    return unary(UnaryOp::bitwise_not, a);
+  });
+
+  // where / clamp
+  m.def("_where3", [](const Tensor& c, py::handle a, py::handle b) {
+    return where(c, tensor_or_scalar(a, "where", "input"), tensor_or_scalar(b, "where", "other"));
+  });
+  auto clamp_py = [](const Tensor& a, py::handle lo, py::handle hi) {
+    std::optional<Tensor> mn, mx;
+    if (!lo.is_none()) mn = tensor_or_scalar(lo, "clamp", "min");
+    if (!hi.is_none()) mx = tensor_or_scalar(hi, "clamp", "max");
+    return clamp(a, mn, mx);
+  };
+  m.def("clamp", clamp_py, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
+  cls.def("clamp", clamp_py, py::arg("min") = py::none(), py::arg("max") = py::none());
+  cls.def("clamp_", [clamp_py](const Tensor& a, py::handle lo, py::handle hi) {
+    Tensor r = clamp_py(a, lo, hi);
+    return copy_(a, r);
+  }, py::arg("min") = py::none(), py::arg("max") = py::none());
+  m.attr("clip") = m.attr("clamp");
+  cls.attr("clip") = cls.attr("clamp");
+  cls.attr("clip_") = cls.attr("clamp_");
+  m.def("result_type", [](py::handle a, py::handle b) {
+    return dtype_object(result_type(tensor_or_scalar(a, "result_type", "tensor1"),
+                                    tensor_or_scalar(b, "result_type", "tensor2")));
+  });
+  m.def("promote_types", [](py::handle a, py::handle b) {
+    return dtype_object(promote_types(dtype_arg(a), dtype_arg(b)));
+  });
+  m.def("can_cast", [](py::handle from, py::handle to) {
+    DType f = dtype_arg(from), t = dtype_arg(to);
+    if (is_floating(f) && !is_floating(t)) return false;
+    if (f != DType::Bool && t == DType::Bool) return false;
+    return true;
+  });
+}
+
+}  // namespace ember::python

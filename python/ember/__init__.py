@@ -1,0 +1,26 @@
+"""ember: a small PyTorch-like deep-learning framework with a C++ core."""
+from __future__ import annotations
+
+from . import _blas  # noqa: F401  (loads the BLAS before the C++ core needs it)
+from . import _C
+from ._C import (  # noqa: F401
+    Tensor, dtype, device,
+    bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+    from_numpy, get_default_dtype, set_default_dtype, get_num_threads, set_num_threads,
+    result_type, promote_types, can_cast,
+)
+from ._size import Size
+
+_C._set_size_class(Size)
+
+# Aliases PyTorch has for the dtypes.
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
+uint8 = uint8
+cfloat = None  # complex dtypes are not supported
+
+from ._ops import *  # noqa: E402,F401,F403
+from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, ...)
+from . import cuda, version  # noqa: E402,F401
+
+__version__ = "0.1.0"
