@@ -66,6 +66,21 @@ Tensor with_alpha(BinaryOp op, const Tensor& b, py::handle alpha) {
 void init_ops(py::module_& m) {
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
 
+  // The op table as data, for ember.testing's generic op tests.
+  m.def("_op_table", [] {
+    py::list unary, binary;
+#define EMBER_ROW(n, F, k) unary.append(py::make_tuple(#n, #k));
+    EMBER_UNARY_OPS(EMBER_ROW)
+#undef EMBER_ROW
+#define EMBER_ROW(n, F, k) binary.append(py::make_tuple(#n, #k));
+    EMBER_BINARY_OPS(EMBER_ROW)
+#undef EMBER_ROW
+    py::dict d;
+    d["unary"] = unary;
+    d["binary"] = binary;
+    return d;
+  });
+
 #define EMBER_BIND_UNARY(n, F, k)                                                              \
   m.def(#n, [](const Tensor& a, py::handle out) { return unary_py(UnaryOp::n, a, out); },       \
         py::arg("input"), py::kw_only(), py::arg("out") = py::none());                          \
