@@ -32,6 +32,7 @@ void init_reduce(py::module_& m);
 void init_linalg(py::module_& m);
 void init_interop(py::module_& m);
 void init_random(py::module_& m);
+void init_join_sort(py::module_& m);
 
 /// True (and sets `out`) when `h` is an ember Tensor.
 bool as_tensor(py::handle h, Tensor*& out);
