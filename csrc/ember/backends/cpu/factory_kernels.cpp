@@ -1,0 +1,76 @@
+// CPU kernels of the range factories (arange, linspace, logspace).
+#include <cmath>
+
+#include "ember/core/parallel.h"
+#include "ember/kernels/functors.h"
+#include "ember/ops/factory.h"
+
+namespace ember::cpu {
+namespace {
+
+template <typename T> T cast_value(double v) {
+  if constexpr (std::is_same<T, bool>::value) return v != 0;
+  else if constexpr (std::is_same<T, Half>::value || std::is_same<T, BFloat16>::value)
+    return T(float(v));
+  else if constexpr (std::is_integral<T>::value) return static_cast<T>(static_cast<int64_t>(v));
+  else return static_cast<T>(v);
+}
+
+void arange_kernel(const Tensor& out, Scalar start, Scalar step) {
+  dispatch_all(out.dtype(), "arange", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* o = out.data<T>();
+    if constexpr (std::is_integral<T>::value) {
+      const int64_t s = start.to_int(), d = step.to_int();
+      parallel_for(0, out.numel(), kGrainSize, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = static_cast<T>(s + i * d);
+      });
+    } else {
+      const double s = start.to_double(), d = step.to_double();
+      parallel_for(0, out.numel(), kGrainSize, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = cast_value<T>(s + double(i) * d);
+      });
+    }
+  });
+}
+
+void linspace_kernel(const Tensor& out, double start, double end, std::optional<double> base) {
+  const int64_t steps = out.numel();
+  dispatch_all(out.dtype(), "linspace", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // Integral results: the bounds are truncated first and the step is a double.
+    using C = std::conditional_t<std::is_integral<T>::value, double, opmath_t<T>>;
+    C s, e;
+    if constexpr (std::is_integral<T>::value) {
+      s = C(int64_t(start));
+      e = C(int64_t(end));
+    } else {
+      s = C(start);
+      e = C(end);
+    }
+    T* o = out.data<T>();
+    if (steps == 1) {
+      o[0] = cast_value<T>(base ? std::pow(*base, double(s)) : double(s));
+      return;
+    }
+    const C step = (e - s) / C(steps - 1);
+    const int64_t half = steps / 2;
+    parallel_for(0, steps, kGrainSize, [&](int64_t b, int64_t en) {
+      for (int64_t i = b; i < en; ++i) {
+        C v = i < half ? C(s + step * C(i)) : C(e - step * C(steps - i - 1));
+        o[i] = cast_value<T>(base ? std::pow(*base, double(v)) : double(v));
+      }
+    });
+  });
+}
+
+struct Registrar {
+  Registrar() {
+    constexpr int cpu = int(DeviceType::CPU);
+    arange_stub.fns[cpu] = &arange_kernel;
+    linspace_stub.fns[cpu] = &linspace_kernel;
+  }
+} g_registrar;
+
+}  // namespace
+}  // namespace ember::cpu
