@@ -1,8 +1,196 @@
-// Bindings: join_sort (being written).
+// Bindings of the joining, rearranging and sorting ops (ops/join.h, ops/sort.h):
+// module functions and the Tensor methods PyTorch has for them. The results of
+// sort/topk/kthvalue are named tuples (values, indices) as torch.return_types.
+#include "ember/ops/join.h"
+#include "ember/ops/sort.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
+namespace {
 
-void init_join_sort(py::module_& m) { (void)m; }
+// A list or tuple of Tensors, with PyTorch's TypeErrors.
+std::vector<Tensor> tensor_list(py::handle h, const char* op) {
+  if (!PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr()))
+    raise(ErrorKind::Type, op, "(): argument 'tensors' (position 1) must be tuple of Tensors, not ",
+          type_name(h));
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(h);
+  std::vector<Tensor> r;
+  r.reserve(seq.size());
+  for (size_t i = 0; i < seq.size(); ++i) {
+    py::object e = seq[i];
+    Tensor* t;
+    if (!as_tensor(e, t))
+      raise(ErrorKind::Type, op, "(): expected Tensor as element ", i,
+            " in argument 0, but got ", type_name(e));
+    r.push_back(*t);
+  }
+  return r;
+}
+
+std::optional<int64_t> optional_int(py::handle h, const char* op, const char* arg) {
+  if (h.is_none()) return std::nullopt;
+  return int_arg(h, op, arg);
+}
+
+// `dim` or its NumPy alias `axis` (at most one of them).
+int64_t dim_or_axis(py::handle dim, py::handle axis, const char* op) {
+  if (!axis.is_none()) {
+    EMBER_CHECK_TYPE(dim.is_none(), op, "(): got both 'dim' and its alias 'axis'");
+    return int_arg(axis, op, "axis");
+  }
+  return dim.is_none() ? 0 : int_arg(dim, op, "dim");
+}
+
+// flip(0, 1) / flip((0, 1)) / flip([0, 1]) on a Tensor.
+Shape dims_from_args(const py::args& args, const char* op) {
+  EMBER_CHECK_TYPE(args.size() > 0, op, "(): missing required argument 'dims'");
+  return shape_from_args(args, op, "dims");
+}
+
+py::object repeat_interleave_py(const Tensor& self, py::handle repeats, py::handle dim) {
+  const char* op = "repeat_interleave";
+  std::optional<int64_t> d = optional_int(dim, op, "dim");
+  if (repeats.is_none()) {  // repeat_interleave(repeats): the index form
+    EMBER_CHECK_TYPE(!d, op, "(): dim given without repeats");
+    return wrap(repeat_interleave(self));
+  }
+  Tensor* t;
+  if (as_tensor(repeats, t)) return wrap(repeat_interleave(self, *t, d));
+  return wrap(repeat_interleave(self, int_arg(repeats, op, "repeats"), d));
+}
+
+py::object unique_result(const std::tuple<Tensor, Tensor, Tensor>& r, bool inv, bool cnt) {
+  if (!inv && !cnt) return wrap(std::get<0>(r));
+  py::list out;
+  out.append(wrap(std::get<0>(r)));
+  if (inv) out.append(wrap(std::get<1>(r)));
+  if (cnt) out.append(wrap(std::get<2>(r)));
+  return py::tuple(out);
+}
+
+std::optional<Tensor> optional_tensor(py::handle h, const char* op, const char* arg) {
+  if (h.is_none()) return std::nullopt;
+  Tensor* t;
+  if (!as_tensor(h, t))
+    raise(ErrorKind::Type, op, "(): argument '", arg, "' must be Tensor, not ", type_name(h));
+  return *t;
+}
+
+}  // namespace
+
+void init_join_sort(py::module_& m) {
+  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+
+  // Named result tuples, like torch.return_types.
+  py::object namedtuple = py::module_::import("collections").attr("namedtuple");
+  auto result_type = [&](const char* name) {
+    py::object t = namedtuple(name, py::make_tuple("values", "indices"));
+    t.attr("__module__") = "ember.return_types";
+    return t;
+  };
+  py::object sort_t = result_type("sort"), topk_t = result_type("topk"),
+             kth_t = result_type("kthvalue");
+  m.attr("_sort_return_types") = py::make_tuple(sort_t, topk_t, kth_t);
+  auto pair = [](const py::object& type, const std::tuple<Tensor, Tensor>& r) {
+    return type(wrap(std::get<0>(r)), wrap(std::get<1>(r)));
+  };
+
+  // ---- joining ---------------------------------------------------------------------
+  for (const char* name : {"cat", "concat", "concatenate"}) {
+    m.def(name, [name](py::handle tensors, py::object dim, py::object axis) {
+      return cat(tensor_list(tensors, name), dim_or_axis(dim, axis, name));
+    }, py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(), py::arg("axis") = py::none());
+  }
+  m.def("stack", [](py::handle tensors, py::object dim, py::object axis) {
+    return stack(tensor_list(tensors, "stack"), dim_or_axis(dim, axis, "stack"));
+  }, py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(), py::arg("axis") = py::none());
+  m.def("hstack", [](py::handle t) { return hstack(tensor_list(t, "hstack")); }, py::arg("tensors"));
+  m.def("vstack", [](py::handle t) { return vstack(tensor_list(t, "vstack")); }, py::arg("tensors"));
+  m.def("row_stack", [](py::handle t) { return vstack(tensor_list(t, "row_stack")); }, py::arg("tensors"));
+  m.def("dstack", [](py::handle t) { return dstack(tensor_list(t, "dstack")); }, py::arg("tensors"));
+  m.def("column_stack", [](py::handle t) { return column_stack(tensor_list(t, "column_stack")); },
+        py::arg("tensors"));
+
+  // ---- rearranging -------------------------------------------------------------------
+  m.def("flip", [](const Tensor& a, py::handle dims) { return flip(a, shape_arg(dims, "flip", "dims")); },
+        py::arg("input"), py::arg("dims"));
+  m.def("fliplr", &fliplr, py::arg("input"));
+  m.def("flipud", &flipud, py::arg("input"));
+  auto roll_py = [](const Tensor& a, py::handle shifts, py::handle dims) {
+    Shape d = dims.is_none() ? Shape{} : shape_arg(dims, "roll", "dims");
+    return roll(a, shape_arg(shifts, "roll", "shifts"), d);
+  };
+  m.def("roll", roll_py, py::arg("input"), py::arg("shifts"), py::arg("dims") = py::none());
+  m.def("tile", [](const Tensor& a, py::handle dims) { return tile(a, shape_arg(dims, "tile", "dims")); },
+        py::arg("input"), py::arg("dims"));
+  m.def("repeat_interleave", [](const Tensor& a, py::handle repeats, py::handle dim, py::handle) {
+    return repeat_interleave_py(a, repeats, dim);
+  }, py::arg("input"), py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
+     py::arg("output_size") = py::none());
+
+  cls.def("flip", [](const Tensor& a, py::args dims) { return flip(a, dims_from_args(dims, "flip")); })
+      .def("fliplr", &fliplr)
+      .def("flipud", &flipud)
+      .def("roll", roll_py, py::arg("shifts"), py::arg("dims") = py::none())
+      .def("repeat", [](const Tensor& a, py::args sizes) {
+        EMBER_CHECK_TYPE(sizes.size() > 0, "repeat(): missing required argument 'repeats'");
+        return repeat(a, shape_from_args(sizes, "repeat", "repeats"));
+      })
+      .def("tile", [](const Tensor& a, py::args dims) { return tile(a, dims_from_args(dims, "tile")); })
+      .def("repeat_interleave", [](const Tensor& a, py::handle repeats, py::handle dim, py::handle) {
+        return repeat_interleave_py(a, repeats, dim);
+      }, py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
+         py::arg("output_size") = py::none());
+
+  // ---- sorting and searching ----------------------------------------------------------------
+  auto sort_py = [sort_t, pair](const Tensor& a, int64_t dim, bool descending, bool stable) {
+    return pair(sort_t, sort(a, dim, descending, stable));
+  };
+  auto argsort_py = [](const Tensor& a, int64_t dim, bool descending, bool stable) {
+    return argsort(a, dim, descending, stable);
+  };
+  auto topk_py = [topk_t, pair](const Tensor& a, int64_t k, int64_t dim, bool largest, bool sorted) {
+    return pair(topk_t, topk(a, k, dim, largest, sorted));
+  };
+  auto kth_py = [kth_t, pair](const Tensor& a, int64_t k, int64_t dim, bool keepdim) {
+    return pair(kth_t, kthvalue(a, k, dim, keepdim));
+  };
+  auto unique_py = [](const Tensor& a, bool sorted, bool inv, bool cnt, py::handle dim) {
+    return unique_result(unique(a, sorted, inv, cnt, optional_int(dim, "unique", "dim")), inv, cnt);
+  };
+  auto unique_consecutive_py = [](const Tensor& a, bool inv, bool cnt, py::handle dim) {
+    auto d = optional_int(dim, "unique_consecutive", "dim");
+    return unique_result(unique_consecutive(a, inv, cnt, d), inv, cnt);
+  };
+  for (bool method : {false, true}) {
+    auto def = [&](const char* name, auto&& f, auto... extra) {
+      if (method) cls.def(name, f, extra...);
+      else m.def(name, f, py::arg("input"), extra...);
+    };
+    def("sort", sort_py, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+        py::arg("stable") = false);
+    def("argsort", argsort_py, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+        py::arg("stable") = false);
+    def("msort", &msort);
+    def("topk", topk_py, py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true,
+        py::arg("sorted") = true);
+    def("kthvalue", kth_py, py::arg("k"), py::arg("dim") = -1, py::arg("keepdim") = false);
+    def("unique", unique_py, py::arg("sorted") = true, py::arg("return_inverse") = false,
+        py::arg("return_counts") = false, py::arg("dim") = py::none());
+    def("unique_consecutive", unique_consecutive_py, py::arg("return_inverse") = false,
+        py::arg("return_counts") = false, py::arg("dim") = py::none());
+  }
+
+  m.def("searchsorted", [](const Tensor& seq, py::handle input, bool out_int32, bool right,
+                           std::optional<std::string> side, py::handle sorter) {
+    Tensor v = tensor_or_scalar(input, "searchsorted", "input");
+    return searchsorted(seq, v, out_int32, right, side, optional_tensor(sorter, "searchsorted", "sorter"));
+  }, py::arg("sorted_sequence"), py::arg("input"), py::kw_only(), py::arg("out_int32") = false,
+     py::arg("right") = false, py::arg("side") = py::none(), py::arg("sorter") = py::none());
+  m.def("bucketize", [](py::handle input, const Tensor& boundaries, bool out_int32, bool right) {
+    return bucketize(tensor_or_scalar(input, "bucketize", "input"), boundaries, out_int32, right);
+  }, py::arg("input"), py::arg("boundaries"), py::kw_only(), py::arg("out_int32") = false,
+     py::arg("right") = false);
+}
 
 }  // namespace ember::python
