@@ -1,0 +1,256 @@
+// The CPU reduction engine: one driver for every reduction kernel. A reduction
+// is described by an "Op" (accumulator, init, step, combine, store); the
+// engine picks the loop for the layout and the thread split.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "ember/core/parallel.h"
+#include "ember/core/tensor.h"
+#include "ember/kernels/functors.h"
+
+namespace ember::cpu {
+
+// Note [Reduction layouts]
+// The input's dims split into kept dims (one output element each) and reduced
+// dims. Size-1 dims are dropped, kept dims are ordered by input stride, and
+// adjacent dims that are contiguous with each other are merged. Reduced dims
+// are reordered by stride too unless the op reports positions (argmax: its
+// index is the row-major position over the reduced dims, so their order stays).
+// Then:
+//  * inner (reduced innermost dim has stride 1): each output reduces
+//    contiguous rows with several independent accumulators, which vectorizes;
+//  * outer (kept innermost dim has stride 1): a chunk of outputs is accumulated
+//    row by row, out[k] = step(out[k], x[r][k]), which vectorizes over k;
+//  * otherwise the same per-output loop as "inner" walks a strided row.
+// Threads split the outputs; when there are fewer outputs than threads, they
+// split the reduced range instead and the partial results are combined in
+// order (so argmax's first-index rule still holds).
+//
+// An Op provides:
+//   using acc_t;  static constexpr bool kIndexed;  (step/combine use positions)
+//   acc_t init();  acc_t step(acc_t, T x, int64_t pos);  acc_t combine(acc_t a, acc_t b)
+//   (a holds earlier positions than b);  void store(const acc_t&, int64_t out_offset)
+//   optional: static constexpr bool kHasRow; acc_t row(const T* x, int64_t n, int64_t pos0)
+
+/// Walks an N-d index space keeping two element offsets (input and output).
+struct Walker {
+  Shape size, s0, s1, idx;
+  int64_t off0 = 0, off1 = 0;
+  Walker() = default;
+  Walker(Shape sz, Shape a, Shape b) : size(std::move(sz)), s0(std::move(a)), s1(std::move(b)) {
+    idx.resize(size.size(), 0);
+  }
+  void seek(int64_t lin) {
+    off0 = off1 = 0;
+    for (int64_t d = int64_t(size.size()) - 1; d >= 0; --d) {
+      idx[d] = lin % size[d];
+      lin /= size[d];
+      off0 += idx[d] * s0[d];
+      off1 += idx[d] * s1[d];
+    }
+  }
+  void next() {
+    for (int64_t d = int64_t(size.size()) - 1; d >= 0; --d) {
+      off0 += s0[d];
+      off1 += s1[d];
+      if (++idx[d] < size[d]) return;
+      off0 -= s0[d] * size[d];
+      off1 -= s1[d] * size[d];
+      idx[d] = 0;
+    }
+  }
+};
+
+/// The layout of one reduction (see Note [Reduction layouts]); strides in elements.
+struct ReduceGeom {
+  Shape ksize, kin, kout;  // kept dims, outer to inner
+  Shape rsize, rin;        // reduced dims, outer to inner
+  int64_t K = 1, R = 1;
+};
+
+inline ReduceGeom make_geom(const Tensor& in, const Tensor& out, const Shape& mask,
+                            bool keep_order) {
+  struct Dim {
+    int64_t size, sin, sout;
+  };
+  std::vector<Dim> kept, red;
+  for (int64_t d = 0; d < in.dim(); ++d) {
+    Dim x{in.sizes()[d], in.strides()[d], out.strides()[d]};
+    if (mask[d]) red.push_back(x);
+    else kept.push_back(x);
+  }
+  ReduceGeom g;
+  for (auto& x : kept) g.K *= x.size;
+  for (auto& x : red) g.R *= x.size;
+  auto by_stride = [](const Dim& a, const Dim& b) { return a.sin > b.sin; };
+  std::stable_sort(kept.begin(), kept.end(), by_stride);
+  if (!keep_order) std::stable_sort(red.begin(), red.end(), by_stride);
+  for (auto& x : kept) {
+    if (x.size == 1) continue;
+    if (!g.ksize.empty() && g.kin.back() == x.sin * x.size && g.kout.back() == x.sout * x.size) {
+      g.ksize.back() *= x.size;
+      g.kin.back() = x.sin;
+      g.kout.back() = x.sout;
+    } else {
+      g.ksize.push_back(x.size);
+      g.kin.push_back(x.sin);
+      g.kout.push_back(x.sout);
+    }
+  }
+  for (auto& x : red) {
+    if (x.size == 1) continue;
+    if (!g.rsize.empty() && g.rin.back() == x.sin * x.size) {
+      g.rsize.back() *= x.size;
+      g.rin.back() = x.sin;
+    } else {
+      g.rsize.push_back(x.size);
+      g.rin.push_back(x.sin);
+    }
+  }
+  if (g.rsize.empty()) {  // nothing (or only size-1 dims) reduced: one-element rows
+    g.rsize.push_back(1);
+    g.rin.push_back(0);
+  }
+  return g;
+}
+
+template <typename Op> struct HasRow {
+  template <typename U> static constexpr bool get(decltype(U::kHasRow)*) { return U::kHasRow; }
+  template <typename U> static constexpr bool get(...) { return false; }
+  static constexpr bool value = get<Op>(nullptr);
+};
+
+/// Reduces x[0..n) (stride `st`) whose first element is at reduced position pos0.
+template <typename T, typename Op>
+typename Op::acc_t reduce_row(const Op& op, const T* x, int64_t n, int64_t st, int64_t pos0) {
+  using A = typename Op::acc_t;
+  if (st == 1) {
+    if constexpr (HasRow<Op>::value) return op.row(x, n, pos0);
+    constexpr int L = 8;
+    if (n >= 4 * L) {
+      A l[L];
+      for (int j = 0; j < L; ++j) l[j] = op.init();
+      int64_t i = 0;
+      for (; i + L <= n; i += L)
+        for (int j = 0; j < L; ++j) l[j] = op.step(l[j], x[i + j], pos0 + i + j);
+      A acc = l[0];
+      for (int j = 1; j < L; ++j) acc = op.combine(acc, l[j]);
+      for (; i < n; ++i) acc = op.step(acc, x[i], pos0 + i);
+      return acc;
+    }
+  }
+  A acc = op.init();
+  for (int64_t i = 0; i < n; ++i) acc = op.step(acc, x[i * st], pos0 + i);
+  return acc;
+}
+
+/// Reduces reduced positions [b, e) of the output whose input offset is `base`.
+template <typename T, typename Op>
+typename Op::acc_t reduce_range(const Op& op, const ReduceGeom& g, const T* base, int64_t b,
+                                int64_t e) {
+  using A = typename Op::acc_t;
+  const int64_t n = g.rsize.back(), st = g.rin.back();
+  const size_t outer = g.rsize.size() - 1;
+  Walker w(Shape(g.rsize.begin(), g.rsize.begin() + outer),
+           Shape(g.rin.begin(), g.rin.begin() + outer), Shape(outer, 0));
+  w.seek(b / n);
+  int64_t j = b % n;
+  A acc = op.init();
+  bool first = true;
+  while (b < e) {
+    int64_t len = std::min(n - j, e - b);
+    A r = reduce_row<T>(op, base + w.off0 + j * st, len, st, b);
+    acc = first ? r : op.combine(acc, r);
+    first = false;
+    b += len;
+    j = 0;
+    w.next();
+  }
+  return acc;
+}
+
+/// Runs the reduction `op` of `in` (element type T) into the outputs `op` holds.
+template <typename T, typename Op>
+void run_reduce(const Tensor& in, const Tensor& out, const Shape& mask, const Op& op) {
+  using A = typename Op::acc_t;
+  ReduceGeom g = make_geom(in, out, mask, Op::kIndexed);
+  if (g.K == 0) return;
+  const T* x = in.data<T>();
+  const int64_t R = g.R, K = g.K;
+  const int nthreads = in_parallel_region() ? 1 : get_num_threads();
+  Walker kw(g.ksize, g.kin, g.kout);
+  if (R == 0) {
+    for (int64_t k = 0; k < K; ++k, kw.next()) op.store(op.init(), kw.off1);
+    return;
+  }
+  const bool inner = g.rin.back() == 1;
+  const bool outer = !inner && !g.kin.empty() && g.kin.back() == 1;
+
+  if (outer) {
+    // Accumulate chunks of C contiguous outputs row by row.
+    constexpr int64_t C = 256;
+    const int64_t m = g.ksize.back(), nch = (m + C - 1) / C, ko_n = K / m;
+    const size_t ko_d = g.ksize.size() - 1;
+    const Shape ks(g.ksize.begin(), g.ksize.begin() + ko_d), ki(g.kin.begin(), g.kin.begin() + ko_d),
+        kt(g.kout.begin(), g.kout.begin() + ko_d);
+    const int64_t ostep = g.kout.back();
+    const int64_t items = ko_n * nch;
+    auto run_items = [&](int64_t ib, int64_t ie) {
+      A acc[C];
+      Walker ow(ks, ki, kt);
+      Walker rw(g.rsize, g.rin, Shape(g.rsize.size(), 0));
+      for (int64_t it = ib; it < ie; ++it) {
+        ow.seek(it / nch);
+        const int64_t c0 = (it % nch) * C, len = std::min(C, m - c0);
+        for (int64_t c = 0; c < len; ++c) acc[c] = op.init();
+        rw.seek(0);
+        const T* p0 = x + ow.off0 + c0;
+        for (int64_t r = 0; r < R; ++r, rw.next()) {
+          const T* p = p0 + rw.off0;
+          for (int64_t c = 0; c < len; ++c) acc[c] = op.step(acc[c], p[c], r);
+        }
+        for (int64_t c = 0; c < len; ++c) op.store(acc[c], ow.off1 + (c0 + c) * ostep);
+      }
+    };
+    parallel_for(0, items, std::max<int64_t>(1, kGrainSize / (C * R)), run_items);
+    return;
+  }
+
+  // Per-output loop (contiguous or strided rows).
+  if (K >= nthreads || K * R < kGrainSize || nthreads == 1) {
+    parallel_for(0, K, std::max<int64_t>(1, kGrainSize / R), [&](int64_t b, int64_t e) {
+      Walker w(g.ksize, g.kin, g.kout);
+      w.seek(b);
+      for (int64_t k = b; k < e; ++k, w.next())
+        op.store(reduce_range<T>(op, g, x + w.off0, 0, R), w.off1);
+    });
+    return;
+  }
+  // Few outputs, long rows: split each reduction across threads.
+  const int64_t nchunks = std::min<int64_t>(nthreads * 4, std::max<int64_t>(1, R / kGrainSize));
+  std::vector<A> part(size_t(nchunks), op.init());
+  for (int64_t k = 0; k < K; ++k, kw.next()) {
+    const T* base = x + kw.off0;
+    parallel_for(0, nchunks, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c)
+        part[size_t(c)] = reduce_range<T>(op, g, base, R * c / nchunks, R * (c + 1) / nchunks);
+    });
+    A acc = part[0];
+    for (int64_t c = 1; c < nchunks; ++c) acc = op.combine(acc, part[size_t(c)]);
+    op.store(acc, kw.off1);
+  }
+}
+
+/// Widens a stored value to its compute type (float for the 16-bit floats).
+template <typename T> inline opmath_t<T> up(T x) { return opmath_t<T>(x); }
+/// Converts an accumulator to the stored type (16-bit floats round from float).
+template <typename O, typename A> inline O to_out(A a) {
+  if constexpr (std::is_same<O, Half>::value || std::is_same<O, BFloat16>::value) return O(float(a));
+  else return O(a);
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,131 @@
+// CPU kernels of amax/amin, max/min with indices, argmax/argmin, all/any and
+// count_nonzero (see reduce_engine.h).
+#include "ember/backends/cpu/reduce_engine.h"
+#include "ember/kernels/dispatch.h"
+#include "ember/ops/reduce.h"
+
+namespace ember::cpu {
+namespace {
+
+template <typename M> inline bool isnan_(M x) { return fn::is_nan(x); }
+
+// amax/amin: NaN wins (once a lane holds NaN, no comparison replaces it).
+template <typename T, bool Max>
+struct ExtremeOp {
+  using acc_t = opmath_t<T>;
+  static constexpr bool kIndexed = false;
+  T* out;
+
+  acc_t init() const {
+    if constexpr (std::is_same<acc_t, bool>::value) return !Max;
+    else if constexpr (std::is_floating_point<acc_t>::value)
+      return Max ? -std::numeric_limits<acc_t>::infinity() : std::numeric_limits<acc_t>::infinity();
+    else return Max ? std::numeric_limits<acc_t>::lowest() : std::numeric_limits<acc_t>::max();
+  }
+  acc_t combine(acc_t a, acc_t b) const {
+    if constexpr (Max) return (isnan_(b) || b > a) ? b : a;
+    else return (isnan_(b) || b < a) ? b : a;
+  }
+  acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(x)); }
+  void store(const acc_t& a, int64_t off) const { out[off] = T(a); }
+};
+
+// max/min with the index of the first extreme (the first NaN, if any).
+template <typename T, bool Max>
+struct IndexedOp {
+  using M = opmath_t<T>;
+  struct acc_t {
+    M v;
+    int64_t i;
+  };
+  static constexpr bool kIndexed = true;
+  T* out;          // may be null (argmax)
+  int64_t* index;
+
+  acc_t init() const { return {M(0), -1}; }
+  static bool better(M x, M v) {  // strictly better: keeps the earliest of equals
+    if (isnan_(v)) return false;
+    if (isnan_(x)) return true;
+    return Max ? x > v : x < v;
+  }
+  acc_t step(acc_t a, T xv, int64_t pos) const {
+    M x = M(xv);
+    if (a.i < 0 || better(x, a.v)) return {x, pos};
+    return a;
+  }
+  acc_t combine(acc_t a, acc_t b) const {
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    if (better(b.v, a.v) || (!better(a.v, b.v) && b.i < a.i)) return b;
+    return a;
+  }
+  void store(const acc_t& a, int64_t off) const {
+    if (out) out[off] = T(a.v);
+    index[off] = a.i;
+  }
+};
+
+void minmax_kernel(const ReduceArgs& a) {
+  const auto kind = MinMaxKind(a.kind);
+  dispatch_all(a.in.dtype(), "max", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* out = a.out.defined() ? a.out.data<T>() : nullptr;
+    const Tensor& geo = a.out.defined() ? a.out : a.out2;
+    switch (kind) {
+      case MinMaxKind::Amax: return run_reduce<T>(a.in, geo, a.mask, ExtremeOp<T, true>{out});
+      case MinMaxKind::Amin: return run_reduce<T>(a.in, geo, a.mask, ExtremeOp<T, false>{out});
+      case MinMaxKind::MaxIdx:
+        return run_reduce<T>(a.in, geo, a.mask, IndexedOp<T, true>{out, a.out2.data<int64_t>()});
+      case MinMaxKind::MinIdx:
+        return run_reduce<T>(a.in, geo, a.mask, IndexedOp<T, false>{out, a.out2.data<int64_t>()});
+    }
+  });
+}
+
+// all / any / count_nonzero.
+template <typename T, typename O, int Kind>
+struct LogicalOp {
+  using acc_t = std::conditional_t<Kind == int(LogicalKind::CountNonzero), int64_t, bool>;
+  static constexpr bool kIndexed = false;
+  O* out;
+
+  acc_t init() const { return acc_t(Kind == int(LogicalKind::All)); }
+  acc_t combine(acc_t a, acc_t b) const {
+    if constexpr (Kind == int(LogicalKind::All)) return a && b;
+    else if constexpr (Kind == int(LogicalKind::Any)) return a || b;
+    else return a + b;
+  }
+  acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(up(x) != opmath_t<T>(0))); }
+  void store(const acc_t& a, int64_t off) const { out[off] = O(a); }
+};
+
+template <typename O, int Kind>
+void logical_typed(const ReduceArgs& a) {
+  dispatch_all(a.in.dtype(), "all", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    run_reduce<T>(a.in, a.out, a.mask, LogicalOp<T, O, Kind>{a.out.data<O>()});
+  });
+}
+
+void logical_kernel(const ReduceArgs& a) {
+  const bool u8 = a.out.dtype() == DType::UInt8;
+  switch (LogicalKind(a.kind)) {
+    case LogicalKind::All:
+      return u8 ? logical_typed<uint8_t, 0>(a) : logical_typed<bool, 0>(a);
+    case LogicalKind::Any:
+      return u8 ? logical_typed<uint8_t, 1>(a) : logical_typed<bool, 1>(a);
+    case LogicalKind::CountNonzero:
+      return logical_typed<int64_t, 2>(a);
+  }
+}
+
+struct Registrar {
+  Registrar() {
+    constexpr int cpu = int(DeviceType::CPU);
+    minmax_stub.fns[cpu] = &minmax_kernel;
+    logical_stub.fns[cpu] = &logical_kernel;
+  }
+} g_registrar;
+
+}  // namespace
+}  // namespace ember::cpu
