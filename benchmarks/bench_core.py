@@ -1,0 +1,129 @@
+"""ember vs NumPy vs PyTorch on the core ops, side by side.
+
+    python3 benchmarks/bench_core.py [--threads N] [--cases SUBSTRING ...]
+
+Every library gets the same thread count (small-op dispatch cases run on one
+thread), is warmed up, and is timed as the median of several samples (see
+_cases.timeit). PyTorch runs in a subprocess under /usr/bin/python3 (Debian's
+python3-torch), one case after another, never at the same time as ember.
+Columns: median time per call (GFLOP/s for SGEMM) and the ratios of ember's time
+to PyTorch's and NumPy's (below 1: ember is faster). An op ember does not have
+yet shows as n/a.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TORCH_PYTHON = "/usr/bin/python3"
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="threads for every library (default: all cores)")
+    p.add_argument("--cases", nargs="*", default=None,
+                   help="run only the cases whose name contains one of these strings")
+    p.add_argument("--no-torch", action="store_true", help="skip PyTorch")
+    return p.parse_args()
+
+
+args = parse_args()
+# BLAS thread pools read these when they load: set them before NumPy and ember.
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = str(args.threads)
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+from _cases import CASES, timeit  # noqa: E402
+
+import ember  # noqa: E402
+
+
+def fmt_time(t):
+    if t is None:
+        return "n/a"
+    if t < 1e-3:
+        return f"{t * 1e6:.2f} us"
+    if t < 1:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t:.2f} s"
+
+
+def fmt_cell(t, flops):
+    if t is None:
+        return "n/a"
+    s = fmt_time(t)
+    return f"{s} ({flops / t / 1e9:.0f} GF/s)" if flops else s
+
+
+def fmt_ratio(a, b):
+    return f"{a / b:.2f}x" if a is not None and b is not None else "n/a"
+
+
+def run_local(names):
+    """Times ember and NumPy; returns {name: (ember_s, numpy_s)}."""
+    out = {}
+    for name in names:
+        kind, _, make = CASES[name]
+        threads = 1 if kind == "one" else args.threads
+        ember.set_num_threads(threads)
+        try:
+            fn = make(ember, ember.from_numpy)
+            fn()  # an op ember does not have yet fails here
+        except (AttributeError, TypeError, NotImplementedError, RuntimeError) as e:
+            print(f"  ember: {name}: n/a ({type(e).__name__}: {str(e).splitlines()[0][:80]})",
+                  file=sys.stderr)
+            t_ember = None
+        else:
+            t_ember = timeit(fn)
+        del fn
+        t_numpy = timeit(make(np, lambda a: a))
+        out[name] = (t_ember, t_numpy)
+        print(f"  {name}: ember {fmt_time(t_ember)}, numpy {fmt_time(t_numpy)}", file=sys.stderr)
+    return out
+
+
+def run_torch(names):
+    """Times PyTorch in a subprocess; returns (version, {name: seconds})."""
+    if args.no_torch or not os.path.exists(TORCH_PYTHON):
+        return None, {}
+    cmd = [TORCH_PYTHON, os.path.join(HERE, "_torch_worker.py"), str(args.threads), *names]
+    p = subprocess.run(cmd, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=""))
+    if p.returncode != 0:
+        print(f"PyTorch worker failed:\n{p.stderr[-2000:]}", file=sys.stderr)
+        return None, {}
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    return res["version"], res["times"]
+
+
+def main():
+    names = [n for n in CASES if args.cases is None or any(c in n for c in args.cases)]
+    print(f"threads: {args.threads} (cores: {os.cpu_count()}); ember {ember.__version__}, "
+          f"numpy {np.__version__}", file=sys.stderr)
+    local = run_local(names)
+    torch_version, torch_times = run_torch(names)
+    torch_label = f"PyTorch {torch_version}" if torch_version else "PyTorch (not run)"
+    header = ["case", "ember", "NumPy", torch_label, "ember/torch", "ember/numpy"]
+    rows = []
+    for n in names:
+        te, tn = local[n]
+        tt = torch_times.get(n)
+        flops = CASES[n][1]
+        rows.append([n, fmt_cell(te, flops), fmt_cell(tn, flops), fmt_cell(tt, flops),
+                     fmt_ratio(te, tt), fmt_ratio(te, tn)])
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    print(f"ember {ember.__version__} | NumPy {np.__version__} | {torch_label} | "
+          f"{args.threads} threads (dispatch cases: 1) | medians after warm-up")
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+
+
+if __name__ == "__main__":
+    main()
