@@ -1,4 +1,239 @@
-"""Tensor methods written in Python (printing lives in _tensor_str)."""
-from . import _C
+"""Tensor methods written in Python: printing, the Python number/container
+protocols, NumPy's array protocols and pickling.
+
+Everything here is O(1) Python work per call; element loops run in C++.
+"""
+from __future__ import annotations
+
+import sys
+from numbers import Number
+
+import numpy as np
+
+from . import _C, _tensor_str
 
 Tensor = _C.Tensor
+
+# ---- printing ---------------------------------------------------------------------------
+
+
+def _repr(self, *, tensor_contents=None):
+    return _tensor_str._str(self, tensor_contents=tensor_contents)
+
+
+def _format(self, format_spec):
+    # A 0-d tensor formats like its value: f"{t:.3f}".
+    if self.dim() == 0 and type(self) is Tensor:
+        return self.item().__format__(format_spec)
+    if format_spec:
+        raise TypeError("unsupported format string passed to Tensor.__format__")
+    return _repr(self)
+
+
+# ---- Python number protocols -------------------------------------------------------------
+
+
+def _bool(self):
+    n = self.numel()
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(self.item())
+
+
+def _one_element(self):
+    if self.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
+    return self.item()
+
+
+def _float(self):
+    return float(_one_element(self))
+
+
+def _int(self):
+    return int(_one_element(self))
+
+
+def _index(self):
+    if self.numel() != 1 or self.dtype.is_floating_point or self.dtype == _C.bool:
+        raise TypeError("only integer tensors of a single element can be converted to an index")
+    return self.item()
+
+
+# ---- container protocols -----------------------------------------------------------------
+
+
+def _iter(self):
+    if self.dim() == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(self.unbind(0))
+
+
+def _reversed(self):
+    if self.dim() == 0:
+        return self
+    flip = getattr(Tensor, "flip", None)
+    if flip is not None:
+        return flip(self, 0)
+    return tuple(reversed(self.unbind(0)))
+
+
+def _contains(self, element):
+    if not isinstance(element, (Tensor, Number)):
+        raise RuntimeError("Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
+    mask = self == element
+    if hasattr(mask, "any"):
+        return bool(mask.any().item())
+    return _C._any_true(mask)
+
+
+# ---- copying and pickling ----------------------------------------------------------------
+
+
+def _copy(self):
+    return self.clone()
+
+
+def _deepcopy(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    result = self.clone()
+    if getattr(self, "requires_grad", False) and hasattr(result, "requires_grad_"):
+        result.requires_grad_(True)
+    memo[id(self)] = result
+    return result
+
+
+# Pickled tensors carry raw little-endian bytes plus dtype/shape/device names:
+# unpickling calls only _rebuild_tensor, never arbitrary code of ours.
+def _raw_numpy(t):
+    """A C-contiguous CPU NumPy array over `t`'s elements (bfloat16 as its int16 bits)."""
+    c = t.cpu() if t.device.type != "cpu" else t
+    c = c.contiguous()
+    if c.dtype == _C.bfloat16:
+        c = c.view(_C.int16)
+    return c.numpy()
+
+
+def _rebuild_tensor(data, dtype_name, shape, device, requires_grad=False):
+    dtype = getattr(_C, dtype_name)
+    np_name = "int16" if dtype_name == "bfloat16" else dtype_name
+    arr = np.frombuffer(bytearray(data), dtype=np.dtype(np_name).newbyteorder("<"))
+    t = _C.from_numpy(arr.reshape(shape))
+    if dtype_name == "bfloat16":
+        t = t.view(dtype)
+    if device != "cpu":
+        t = t.to(device)
+    if requires_grad and hasattr(t, "requires_grad_"):
+        t.requires_grad_(True)
+    return t
+
+
+def _reduce_ex(self, protocol):
+    arr = _raw_numpy(self)
+    dtype_name = str(self.dtype).split(".")[-1]
+    return (_rebuild_tensor, (arr.tobytes(), dtype_name, tuple(self.shape), str(self.device),
+                              bool(getattr(self, "requires_grad", False))))
+
+
+# ---- NumPy protocols ---------------------------------------------------------------------
+
+_TYPESTR = {
+    "bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "float16": "<f2", "float32": "<f4", "float64": "<f8",
+}
+
+
+def _array(self, dtype=None, copy=None):
+    """np.asarray(t): shares memory when it can (NumPy 2 ``copy=`` semantics)."""
+    if copy is False:
+        if self.device.type != "cpu":
+            raise ValueError("Unable to avoid copy while creating an array as requested: the tensor "
+                             f"lives on {self.device}")
+        arr = self.numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            raise ValueError("Unable to avoid copy while creating an array as requested: converting "
+                             f"{arr.dtype} to {np.dtype(dtype)} needs a copy")
+        return arr
+    arr = self.numpy(force=True)
+    if copy:
+        return np.array(arr, dtype=dtype, copy=True)
+    return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+def _array_interface(self):
+    # Only CPU tensors NumPy can represent; otherwise NumPy falls back to __array__,
+    # which raises the precise error.
+    typestr = _TYPESTR.get(str(self.dtype).split(".")[-1])
+    if typestr is None or self.device.type != "cpu" or getattr(self, "requires_grad", False):
+        raise AttributeError("__array_interface__")
+    item = self.element_size()
+    return {
+        "shape": tuple(self.shape),
+        "typestr": typestr,
+        "data": (self.data_ptr(), False),
+        "strides": None if self.is_contiguous() else tuple(s * item for s in self.stride()),
+        "version": 3,
+    }
+
+
+# ---- install -----------------------------------------------------------------------------
+
+Tensor.__repr__ = _repr
+Tensor.__str__ = _repr
+Tensor.__format__ = _format
+Tensor.__bool__ = _bool
+Tensor.__float__ = _float
+Tensor.__int__ = _int
+Tensor.__index__ = _index
+Tensor.__iter__ = _iter
+Tensor.__reversed__ = _reversed
+Tensor.__contains__ = _contains
+Tensor.__copy__ = _copy
+Tensor.__deepcopy__ = _deepcopy
+Tensor.__reduce_ex__ = _reduce_ex
+Tensor.__array__ = _array
+Tensor.__array_interface__ = property(_array_interface)
+# Higher than ndarray's so that `ndarray + tensor` asks the tensor first.
+Tensor.__array_priority__ = 1000
+
+
+def _ndarray_aware_reflected(name):
+    cpp = getattr(Tensor, name)
+
+    def op(self, other):
+        # ndarray (op) tensor lands here because of __array_priority__: treat the array
+        # as a tensor, as PyTorch does. Other operands go straight to C++.
+        if type(other) is np.ndarray:
+            other = _C.from_numpy(other) if other.flags.writeable and all(
+                s >= 0 for s in other.strides) else _C.from_numpy(np.array(other))
+        return cpp(self, other)
+
+    op.__name__ = name
+    op.__doc__ = getattr(cpp, "__doc__", None)
+    return op
+
+
+for _name in ("__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rfloordiv__", "__rmod__",
+              "__rpow__", "__rand__", "__ror__", "__rxor__", "__rmatmul__"):
+    if hasattr(Tensor, _name):
+        setattr(Tensor, _name, _ndarray_aware_reflected(_name))
+
+
+# Module-level names of this area, attached to the ember package (its __init__
+# imports this module after _ops, so these take precedence).
+def _export():
+    from . import serialization
+    from .utils import dlpack as _dlpack  # noqa: F401  (makes ember.utils.dlpack importable)
+    pkg = sys.modules[__name__.rpartition(".")[0]]
+    pkg.save = serialization.save
+    pkg.load = serialization.load
+    pkg.set_printoptions = _tensor_str.set_printoptions
+    pkg.from_dlpack = _C.from_dlpack
+    pkg.serialization = serialization
+
+
+_export()
