@@ -21,6 +21,7 @@ cfloat = None  # complex dtypes are not supported
 
 from ._ops import *  # noqa: E402,F401,F403
 from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, ...)
+from ._storage import strided, layout  # noqa: E402,F401  (Tensor.storage(), .layout)
 from . import cuda, version  # noqa: E402,F401
 
 __version__ = "0.1.0"

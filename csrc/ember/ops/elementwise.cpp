@@ -77,7 +77,13 @@ DType unary_compute_dtype(UnaryOp op, DType in) {
       EMBER_CHECK(!is_floating(in), "bitwise_not: only integral and boolean dtypes are supported, got ",
                   dtype_name(in));
       return in;
+    case Kind::ROUND:
+      EMBER_CHECK(in != DType::Bool, '"', name, "\" not implemented for 'bool'");
+      return in;
     case Kind::SAME:
+      if (op == UnaryOp::square && in == DType::Bool) return DType::Int64;  // as PyTorch
+      if (op == UnaryOp::relu)
+        EMBER_CHECK(in != DType::Bool, "Boolean inputs not supported for relu");
       if (op == UnaryOp::neg)
         EMBER_CHECK(in != DType::Bool,
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are "
@@ -209,10 +215,15 @@ static void binary_checks(BinaryOp op, const Tensor& a, const Tensor& b, DType c
   if (k == Kind::BITS)
     EMBER_CHECK(!is_floating(common), '"', name, "_cpu\" not implemented for '",
                 dtype_name(common), "' (bitwise ops take integer or bool tensors)");
-  if (k == Kind::ARITH && common == DType::Bool) {
-    EMBER_CHECK(op != BinaryOp::sub,
+  if (op == BinaryOp::sub) {
+    EMBER_CHECK(!(a.dtype() == DType::Bool && b.dtype() == DType::Bool),
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
                 "`^` or `logical_xor()` operator instead.");
+    EMBER_CHECK(a.dtype() != DType::Bool && b.dtype() != DType::Bool,
+                "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  }
+  if (k == Kind::ARITH && common == DType::Bool) {
     EMBER_CHECK(op == BinaryOp::add || op == BinaryOp::mul || op == BinaryOp::maximum ||
                     op == BinaryOp::minimum,
                 '"', name, "\" not implemented for 'bool'");
@@ -324,6 +335,54 @@ Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optio
   if (max) r = binary(BinaryOp::minimum, r, *max);
   if (r.is_same(a)) r = clone(a);
   return r;
+}
+
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  EMBER_CHECK(start.dtype() == end.dtype(), "lerp: expected dtype ", dtype_name(start.dtype()),
+              " for `end` but got dtype ", dtype_name(end.dtype()));
+  EMBER_CHECK(is_floating(start.dtype()), "lerp: expected a floating-point `start`, got ",
+              dtype_name(start.dtype()));
+  Tensor diff = binary(BinaryOp::sub, end, start);
+  Tensor w = weight.impl()->wrapped_number ? weight : weight;
+  Tensor lo = binary(BinaryOp::add, start, binary(BinaryOp::mul, w, diff));
+  Tensor one_minus = binary(BinaryOp::sub, wrap_scalar(Scalar(1.0)), w);
+  Tensor hi = binary(BinaryOp::sub, end, binary(BinaryOp::mul, diff, one_minus));
+  Tensor small = binary(BinaryOp::lt, unary(UnaryOp::abs, w), wrap_scalar(Scalar(0.5)));
+  Tensor r = where(small, lo, hi);
+  return r.dtype() == start.dtype() ? r : to_dtype(r, start.dtype());
+}
+
+double finfo_max(DType t) {
+  switch (t) {
+    case DType::Float16: return 65504.0;
+    case DType::BFloat16: return 3.3895313892515355e38;
+    case DType::Float32: return 3.4028234663852886e38;
+    case DType::Float64: return 1.7976931348623157e308;
+    default: EMBER_ERROR("finfo: ", dtype_name(t), " is not a floating dtype");
+  }
+}
+
+Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  if (!is_floating(a.dtype())) return clone(a);
+  double big = finfo_max(a.dtype());
+  Tensor r = where(unary(UnaryOp::isnan, a), wrap_scalar(Scalar(nan)), a);
+  Tensor inf = unary(UnaryOp::isinf, r);
+  Tensor pos = binary(BinaryOp::logical_and, inf, binary(BinaryOp::gt, r, wrap_scalar(Scalar(0.0))));
+  Tensor neg = binary(BinaryOp::logical_and, inf, binary(BinaryOp::lt, r, wrap_scalar(Scalar(0.0))));
+  r = where(pos, wrap_scalar(Scalar(posinf.value_or(big))), r);
+  r = where(neg, wrap_scalar(Scalar(neginf.value_or(-big))), r);
+  return r;
+}
+
+Tensor round_decimals(const Tensor& a, int64_t decimals) {
+  if (decimals == 0) return unary(UnaryOp::round, a);
+  EMBER_CHECK(is_floating(a.dtype()), "round(decimals=", decimals, ") is only implemented for "
+              "floating-point tensors, got ", dtype_name(a.dtype()));
+  double ten = 1.0;
+  for (int64_t i = 0; i < (decimals < 0 ? -decimals : decimals); ++i) ten *= 10.0;
+  Tensor s = wrap_scalar(Scalar(ten));
+  if (decimals > 0) return binary(BinaryOp::div, unary(UnaryOp::round, binary(BinaryOp::mul, a, s)), s);
+  return binary(BinaryOp::mul, unary(UnaryOp::round, binary(BinaryOp::div, a, s)), s);
 }
 
 // ---- copy / convert -------------------------------------------------------------------

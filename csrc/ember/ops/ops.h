@@ -56,6 +56,14 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = Scalar(int64_t(1)));
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = Scalar(int64_t(1)));
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max);
+/// start + weight * (end - start), in PyTorch's two-sided form for accuracy near weight = 1.
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+/// NaN -> nan, +inf -> posinf (default: the dtype's max), -inf -> neginf (default: lowest).
+Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf, std::optional<double> neginf);
+/// Round half to even; with decimals != 0, round(a * 10^d) / 10^d as PyTorch.
+Tensor round_decimals(const Tensor& a, int64_t decimals);
+/// Largest and lowest finite values of a floating dtype.
+double finfo_max(DType t);
 
 // ---- copies and conversions ------------------------------------------------------
 /// Copies src into dst, broadcasting src and converting its dtype. Bumps dst's version.

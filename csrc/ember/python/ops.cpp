@@ -54,6 +54,23 @@ bool operand(py::handle h, Tensor& out) {
   return false;
 }
 
+// Ops whose PyTorch signature takes `Tensor other` only (no Scalar overload).
+bool tensor_only(BinaryOp op) {
+  return op == BinaryOp::atan2 || op == BinaryOp::maximum || op == BinaryOp::minimum ||
+         op == BinaryOp::logical_and || op == BinaryOp::logical_or || op == BinaryOp::logical_xor;
+}
+
+Tensor other_arg(BinaryOp op, py::handle b, const char* name) {
+  if (tensor_only(op)) {
+    Tensor* t;
+    if (!as_tensor(b, t))
+      raise(ErrorKind::Type, name, "(): argument 'other' (position 2) must be Tensor, not ",
+            type_name(b));
+    return *t;
+  }
+  return tensor_or_scalar(b, name, "other");
+}
+
 Tensor with_alpha(BinaryOp op, const Tensor& b, py::handle alpha) {
   if (alpha.is_none()) return b;
   Scalar al = scalar_arg(alpha, op_name(op), "alpha");
@@ -93,7 +110,7 @@ void init_ops(py::module_& m) {
   m.def(#n, [](py::handle a, py::handle b, py::handle alpha, py::handle out) -> py::object {       \
     BinaryOp op = BinaryOp::n;                                                                     \
     Tensor x = tensor_or_scalar(a, #n, "input");                                                   \
-    Tensor y = with_alpha(op, tensor_or_scalar(b, #n, "other"), alpha);                            \
+    Tensor y = with_alpha(op, other_arg(op, b, #n), alpha);                                        \
     if (const Tensor* o = out_arg(out, #n)) {                                                      \
       binary_out(op, x, y, *o);                                                                    \
       return py::reinterpret_borrow<py::object>(out);                                              \
@@ -102,10 +119,10 @@ void init_ops(py::module_& m) {
   }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none(),             \
         py::arg("out") = py::none());                                                              \
   cls.def(#n, [](const Tensor& a, py::handle b, py::handle alpha) {                                \
-    return binary(BinaryOp::n, a, with_alpha(BinaryOp::n, tensor_or_scalar(b, #n, "other"), alpha)); \
+    return binary(BinaryOp::n, a, with_alpha(BinaryOp::n, other_arg(BinaryOp::n, b, #n), alpha)); \
   }, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());                              \
   cls.def(#n "_", [](const Tensor& a, py::handle b, py::handle alpha) {                            \
-    return binary_(BinaryOp::n, a, with_alpha(BinaryOp::n, tensor_or_scalar(b, #n "_", "other"), alpha)); \
+    return binary_(BinaryOp::n, a, with_alpha(BinaryOp::n, other_arg(BinaryOp::n, b, #n "_"), alpha)); \
   }, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
   EMBER_BINARY_OPS(EMBER_BIND_BINARY)
 #undef EMBER_BIND_BINARY
@@ -204,6 +221,42 @@ void init_ops(py::module_& m) {
   m.attr("clip") = m.attr("clamp");
   cls.attr("clip") = cls.attr("clamp");
   cls.attr("clip_") = cls.attr("clamp_");
+  // round(decimals=) overrides the table's plain round.
+  auto round_py = [](const Tensor& a, int64_t decimals) { return round_decimals(a, decimals); };
+  m.attr("round") = py::cpp_function(
+      [](const Tensor& a, int64_t decimals, py::handle out) -> py::object {
+        const Tensor* o = out_arg(out, "round");
+        if (!o) return wrap(round_decimals(a, decimals));
+        if (decimals == 0) unary_out(UnaryOp::round, a, *o);
+        else copy_(*o, round_decimals(a, decimals));
+        return py::reinterpret_borrow<py::object>(out);
+      },
+      py::name("round"), py::arg("input"), py::kw_only(), py::arg("decimals") = 0,
+      py::arg("out") = py::none());
+  cls.attr("round") = py::cpp_function(round_py, py::name("round"), py::is_method(cls),
+                                       py::kw_only(), py::arg("decimals") = 0);
+  cls.attr("round_") = py::cpp_function([round_py](const Tensor& a, int64_t d) { return copy_(a, round_py(a, d)); },
+                                        py::name("round_"), py::is_method(cls), py::kw_only(), py::arg("decimals") = 0);
+  cls.attr("__round__") = cls.attr("round");
+  auto lerp_py = [](const Tensor& a, const Tensor& b, py::handle w) {
+    return lerp(a, b, tensor_or_scalar(w, "lerp", "weight"));
+  };
+  m.def("lerp", lerp_py, py::arg("input"), py::arg("end"), py::arg("weight"));
+  cls.def("lerp", lerp_py, py::arg("end"), py::arg("weight"));
+  cls.def("lerp_", [lerp_py](const Tensor& a, const Tensor& b, py::handle w) {
+    return copy_(a, lerp_py(a, b, w));
+  }, py::arg("end"), py::arg("weight"));
+  auto nan_to_num_py = [](const Tensor& a, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+    return nan_to_num(a, nan, posinf, neginf);
+  };
+  m.def("nan_to_num", nan_to_num_py, py::arg("input"), py::arg("nan") = 0.0,
+        py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
+  cls.def("nan_to_num", nan_to_num_py, py::arg("nan") = 0.0, py::arg("posinf") = py::none(),
+          py::arg("neginf") = py::none());
+  cls.def("nan_to_num_", [nan_to_num_py](const Tensor& a, double nan, std::optional<double> p, std::optional<double> n) {
+    return copy_(a, nan_to_num_py(a, nan, p, n));
+  }, py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
+
   m.def("result_type", [](py::handle a, py::handle b) {
     return dtype_object(result_type(tensor_or_scalar(a, "result_type", "tensor1"),
                                     tensor_or_scalar(b, "result_type", "tensor2")));

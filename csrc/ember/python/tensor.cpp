@@ -230,6 +230,7 @@ void init_tensor(py::module_& m) {
   m.def("get_default_dtype", [] { return dtype_object(default_dtype()); });
   m.def("set_default_dtype", [](py::handle d) { set_default_dtype(dtype_arg(d, "set_default_dtype")); });
   m.def("from_numpy", &from_numpy);
+  m.def("_legacy_type_name", [](const Tensor& t) { return legacy_type_name(t.dtype()); });
   m.def("_cpu_allocator_stats", [] {
     auto s = cpu_allocator_stats();
     py::dict d;
@@ -353,6 +354,15 @@ void init_tensor(py::module_& m) {
         return as_strided(a, shape_arg(size, "as_strided", "size"), shape_arg(stride, "as_strided", "stride"), o);
       }, py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none())
       .def("_alias", [](const Tensor& a, bool share_version) { return alias(a, share_version); })
+      // A flat 1-D view over the whole storage (uint8 for the untyped storage),
+      // sharing its version counter: what Tensor.storage()/untyped_storage() wrap.
+      .def("_storage_view", [](const Tensor& a, bool untyped) {
+        DType dt = untyped ? DType::UInt8 : a.dtype();
+        int64_t n = int64_t(a.storage()->nbytes) / element_size(dt);
+        Tensor base = make_view(a, Shape{0}, Shape{1}, 0);
+        base.impl()->dtype = dt;
+        return make_view(base, Shape{n}, Shape{1}, 0);
+      }, py::arg("untyped") = false)
       // in-place basics
       .def("fill_", [](const Tensor& a, py::handle v) { return fill_(a, scalar_arg(v, "fill_", "value")); })
       .def("zero_", [](const Tensor& a) { return fill_(a, Scalar(int64_t(0))); })

@@ -1,0 +1,162 @@
+// CUDA copy (within the GPU, and between host and GPU) and fill, through the
+// same TensorIterator geometry as the CPU loops.
+#include <cuda_runtime.h>
+
+#include "ember/backends/cuda/cuda_backend.h"
+#include "ember/backends/cuda/cuda_check.h"
+#include "ember/kernels/dispatch.h"
+#include "ember/ops/ops.h"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kMaxDims = 12;
+
+// Byte offsets of up to two operands for a linear index, from the iterator's
+// (innermost-first) shape and strides.
+struct OffsetCalc {
+  int ndim;
+  int64_t sizes[kMaxDims];
+  int64_t strides[2][kMaxDims];
+
+  __device__ void offsets(int64_t linear, int64_t* out) const {
+    out[0] = 0;
+    out[1] = 0;
+    for (int d = 0; d < ndim; ++d) {
+      int64_t i = linear % sizes[d];
+      linear /= sizes[d];
+      out[0] += i * strides[0][d];
+      out[1] += i * strides[1][d];
+    }
+  }
+};
+
+OffsetCalc make_calc(const TensorIterator& it) {
+  EMBER_CHECK(it.ndim() <= kMaxDims, "CUDA kernels support at most ", kMaxDims,
+              " non-coalescible dimensions, got ", it.ndim());
+  OffsetCalc c{};
+  c.ndim = it.ndim();
+  for (int d = 0; d < c.ndim; ++d) {
+    c.sizes[d] = it.shape()[d];
+    for (int t = 0; t < 2 && t < it.ntensors(); ++t) c.strides[t][d] = it.strides(t)[d];
+  }
+  return c;
+}
+
+template <typename O, typename I>
+__global__ void cast_kernel(char* out, const char* in, OffsetCalc calc, int64_t n) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int64_t off[2];
+  calc.offsets(i, off);
+  I v = *reinterpret_cast<const I*>(in + off[1]);
+  O r;
+  if constexpr (std::is_same<O, bool>::value) r = float(v) != 0.0f;
+  else r = O(float(v));
+  *reinterpret_cast<O*>(out + off[0]) = r;
+}
+
+template <typename T>
+__global__ void strided_copy_kernel(char* out, const char* in, OffsetCalc calc, int64_t n) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int64_t off[2];
+  calc.offsets(i, off);
+  *reinterpret_cast<T*>(out + off[0]) = *reinterpret_cast<const T*>(in + off[1]);
+}
+
+template <typename T>
+__global__ void fill_kernel(char* out, OffsetCalc calc, T v, int64_t n) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int64_t off[2];
+  calc.offsets(i, off);
+  *reinterpret_cast<T*>(out + off[0]) = v;
+}
+
+int blocks(int64_t n) { return int((n + 255) / 256); }
+
+// Same-dtype copy within one device, any strides.
+void device_copy(const TensorIterator& it) {
+  int64_t n = it.numel();
+  OffsetCalc calc = make_calc(it);
+  switch (element_size(it.dtype(0))) {
+    case 1: strided_copy_kernel<uint8_t><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n); break;
+    case 2: strided_copy_kernel<uint16_t><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n); break;
+    case 4: strided_copy_kernel<uint32_t><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n); break;
+    default: strided_copy_kernel<uint64_t><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n); break;
+  }
+  EMBER_CUDA_CHECK(cudaGetLastError());
+}
+
+// Note [Cross-device copy]
+// Host<->device copies move bytes with cudaMemcpy only when both sides are
+// contiguous and of one dtype. Otherwise the work is split: cast/restride on
+// the side where the data already is, then one contiguous transfer.
+void copy_kernel(TensorIterator& it) {
+  const Tensor& dst = it.tensor(0);
+  const Tensor& src = it.tensor(1);
+  bool dst_gpu = dst.device().is_cuda(), src_gpu = src.device().is_cuda();
+  int64_t n = it.numel();
+  if (n == 0) return;
+  if (dst_gpu && src_gpu) {
+    if (dst.dtype() == src.dtype()) return device_copy(it);
+    OffsetCalc calc = make_calc(it);
+    dispatch_all(dst.dtype(), "copy_", [&](auto otag) {
+      using O = typename decltype(otag)::type;
+      dispatch_all(src.dtype(), "copy_", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        cast_kernel<O, I><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n);
+      });
+    });
+    EMBER_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  // One side is on the host.
+  bool same = dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
+              dst.sizes() == src.sizes();
+  if (same) {
+    size_t bytes = size_t(n) * size_t(dst.element_size());
+    EMBER_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), src.data_ptr(), bytes,
+                                dst_gpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+    return;
+  }
+  if (src_gpu) {  // device -> host: make a contiguous device copy in dst's dtype, then transfer
+    Tensor staged = empty(dst.sizes(), dst.dtype(), src.device());
+    copy_(staged, src);
+    Tensor host = empty(dst.sizes(), dst.dtype(), Device());
+    copy_(host, staged);
+    copy_(dst, host);
+  } else {  // host -> device: make it contiguous in dst's dtype on the host, then transfer
+    Tensor host = empty(dst.sizes(), dst.dtype(), Device());
+    copy_(host, src);
+    if (dst.is_contiguous()) {
+      EMBER_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), host.data_ptr(),
+                                  size_t(n) * size_t(dst.element_size()), cudaMemcpyHostToDevice));
+    } else {
+      Tensor staged = empty(dst.sizes(), dst.dtype(), dst.device());
+      copy_(staged, host);
+      copy_(dst, staged);
+    }
+  }
+}
+
+void fill(TensorIterator& it, Scalar v) {
+  int64_t n = it.numel();
+  OffsetCalc calc = make_calc(it);
+  dispatch_all(it.dtype(0), "fill_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_kernel<T><<<blocks(n), 256>>>(it.data(0), calc, v.to<T>(), n);
+  });
+  EMBER_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void register_kernels() {
+  constexpr int cuda = int(DeviceType::CUDA);
+  copy_stub.fns[cuda] = &copy_kernel;
+  fill_stub.fns[cuda] = &fill;
+}
+
+}  // namespace ember::cuda

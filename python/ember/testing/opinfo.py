@@ -1,0 +1,89 @@
+"""The op registry for the generic op tests, built from ember's op table.
+
+Each elementwise op in ``csrc/ember/ops/ops.def`` appears here once with its
+NumPy reference and the input domain its reference is defined on; the generic
+tests (tests/test_elementwise.py) run every op over every dtype, shape kind
+(0-d, empty, non-contiguous, broadcast), in-place and ``out=`` form from this list.
+"""
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from .. import _C
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str
+    kind: str                      # the op table's kind column
+    arity: int                     # 1 or 2
+    ref: Callable                  # NumPy reference, computed in float64 / the input dtype
+    domain: Optional[tuple] = None  # (low, high) for inputs where the reference is defined
+    # Second argument domain for binary ops (e.g. nonzero divisors).
+    domain2: Optional[tuple] = None
+    integer_exact: bool = True     # integer results must match exactly
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _relu(x):
+    return np.where(np.isnan(x), x, np.maximum(x, 0)) if x.dtype.kind == "f" else np.maximum(x, 0)
+
+
+def _floor_divide(a, b):
+    return np.floor_divide(a, b)
+
+
+_UNARY_REFS = {
+    "neg": (np.negative, None), "abs": (np.abs, None), "sign": (np.sign, None),
+    "square": (np.square, None), "relu": (_relu, None), "bitwise_not": (np.invert, None),
+    "floor": (np.floor, None), "ceil": (np.ceil, None), "trunc": (np.trunc, None),
+    "round": (np.round, None),
+    "frac": (lambda x: x - np.trunc(x), None),
+    "exp": (np.exp, (-5, 5)), "exp2": (np.exp2, (-5, 5)), "log": (np.log, (0.1, 10)),
+    "log1p": (np.log1p, (-0.9, 10)), "expm1": (np.expm1, (-5, 5)), "log2": (np.log2, (0.1, 10)),
+    "log10": (np.log10, (0.1, 10)), "sqrt": (np.sqrt, (0, 10)),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), (0.1, 10)), "reciprocal": (lambda x: 1 / x, (0.5, 10)),
+    "sin": (np.sin, None), "cos": (np.cos, None), "tan": (np.tan, (-1.2, 1.2)),
+    "asin": (np.arcsin, (-0.99, 0.99)), "acos": (np.arccos, (-0.99, 0.99)),
+    "atan": (np.arctan, None), "sinh": (np.sinh, (-4, 4)), "cosh": (np.cosh, (-4, 4)),
+    "tanh": (np.tanh, None), "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), None),
+    "erf": (_erf, None), "isnan": (np.isnan, None), "isinf": (np.isinf, None),
+    "isfinite": (np.isfinite, None), "logical_not": (np.logical_not, None),
+}
+
+_BINARY_REFS = {
+    "add": (np.add, None), "sub": (np.subtract, None), "mul": (np.multiply, None),
+    "div": (np.true_divide, (0.5, 4)), "floor_divide": (_floor_divide, (1, 4)),
+    "remainder": (np.remainder, (1, 4)), "fmod": (np.fmod, (1, 4)),
+    "pow": (np.power, (0, 3)), "atan2": (np.arctan2, None),
+    "maximum": (np.maximum, None), "minimum": (np.minimum, None),
+    "bitwise_and": (np.bitwise_and, None), "bitwise_or": (np.bitwise_or, None),
+    "bitwise_xor": (np.bitwise_xor, None),
+    "eq": (np.equal, None), "ne": (np.not_equal, None), "lt": (np.less, None),
+    "le": (np.less_equal, None), "gt": (np.greater, None), "ge": (np.greater_equal, None),
+    "logical_and": (np.logical_and, None), "logical_or": (np.logical_or, None),
+    "logical_xor": (np.logical_xor, None),
+}
+
+
+def _build():
+    table = _C._op_table()
+    ops = []
+    for name, kind in table["unary"]:
+        ref, dom = _UNARY_REFS[name]
+        ops.append(OpInfo(name, kind, 1, ref, dom))
+    for name, kind in table["binary"]:
+        ref, dom2 = _BINARY_REFS[name]
+        ops.append(OpInfo(name, kind, 2, ref, None, dom2))
+    return ops
+
+
+#: Every elementwise op of the op table. A new row in ops.def without an entry
+#: above fails at import, so no op goes untested.
+op_db = _build()
+unary_ops = [o for o in op_db if o.arity == 1]
+binary_ops = [o for o in op_db if o.arity == 2]
