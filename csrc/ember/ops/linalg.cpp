@@ -1,0 +1,497 @@
+// Linear algebra front-ends (see linalg.h): argument checks with PyTorch's
+// messages, result allocation, and the calls into the GEMM / tril-triu / trace
+// kernels.
+#include "ember/ops/linalg.h"
+
+#include <algorithm>
+
+#include "ember/ops/ops.h"
+#include "ember/ops/view.h"
+
+namespace ember {
+
+DispatchStub<GemmKernel> gemm_stub("matmul");
+DispatchStub<TrilTriuKernel> tril_triu_stub("tril/triu");
+DispatchStub<TraceKernel> trace_stub("trace");
+
+MatrixLayout matrix_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  MatrixLayout l;
+  if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= std::max<int64_t>(1, cols))) {
+    l.ok = true;
+    l.trans = false;
+    l.ld = rows <= 1 ? std::max<int64_t>(1, cols) : rs;
+  } else if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= std::max<int64_t>(1, rows))) {
+    l.ok = true;
+    l.trans = true;
+    l.ld = cols <= 1 ? std::max<int64_t>(1, rows) : cs;
+  }
+  return l;
+}
+
+namespace {
+
+// "2x3"
+std::string mat_str(const Tensor& t) {
+  return detail::str(t.sizes()[t.dim() - 2], "x", t.sizes()[t.dim() - 1]);
+}
+
+// The operand as-is when its last two dims are BLAS-friendly, else a contiguous copy
+// (see Note [Matrix layout]). Call before expanding batch dims, so that a broadcast
+// operand is never materialized.
+Tensor friendly(const Tensor& t) {
+  const int64_t d = t.dim();
+  MatrixLayout l = matrix_layout(t.sizes()[d - 2], t.sizes()[d - 1], t.strides()[d - 2],
+                                 t.strides()[d - 1]);
+  return l.ok ? t : contiguous(t);
+}
+
+bool same_storage_overlap(const Tensor& x, const Tensor& y) {
+  if (x.numel() == 0 || y.numel() == 0 || x.storage() != y.storage()) return false;
+  auto range = [](const Tensor& t, int64_t& lo, int64_t& hi) {
+    lo = hi = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); ++d) hi += (t.sizes()[d] - 1) * t.strides()[d];
+  };
+  int64_t xl, xh, yl, yh;
+  range(x, xl, xh);
+  range(y, yl, yh);
+  return xl <= yh && yl <= xh;
+}
+
+void check_matmul_dtype(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
+              dtype_name(a.dtype()), " != ", dtype_name(b.dtype()));
+}
+
+void check_gemm_dtype(DType dt, const char* op) {
+  EMBER_CHECK(dt != DType::Bool, '"', op, "\" not implemented for 'bool'");
+}
+
+// PyTorch's alpha/beta rules: no float scalars with integer tensors.
+void check_scalars(DType dt, Scalar beta, Scalar alpha) {
+  if (is_integral(dt, false)) {
+    EMBER_CHECK(!beta.is_floating(),
+                "For integral input tensors, argument beta must not be a floating point number.");
+    EMBER_CHECK(!alpha.is_floating(),
+                "For integral input tensors, argument alpha must not be a floating point number.");
+  }
+}
+
+// Validates an out= tensor against the result's dtype, shape and device.
+void check_out(const Tensor& out, DType dt, const Shape& shape, Device dev, const char* op) {
+  EMBER_CHECK(out.dtype() == dt, op, ": expected out tensor to have dtype ", dtype_name(dt),
+              ", but got ", dtype_name(out.dtype()), " instead");
+  EMBER_CHECK(out.sizes() == shape, op, ": output with shape ", shape_str(out.sizes()),
+              " doesn't match the result shape ", shape_str(shape));
+  EMBER_CHECK(out.device() == dev, op, ": expected out tensor on ", dev.str(), ", but got ",
+              out.device().str());
+  check_no_internal_overlap(out, op);
+}
+
+// Computes dest = beta * input + alpha * (a @ b) (just alpha * (a @ b) without input).
+// `dest` has the full batch + [m, n] shape (a view of the caller's result); a and b
+// are BLAS-friendly with batch dims already broadcast to dest's. `input` broadcasts
+// to dest's shape (or is dest itself, for the in-place forms).
+void gemm_into(const Tensor& dest, const Tensor& a0, const Tensor& b0, const Tensor* input,
+               Scalar beta, Scalar alpha) {
+  if (dest.numel() == 0) return;
+  const Tensor a = friendly(a0), b = friendly(b0);  // no-ops when the caller already did it
+  const bool use_input = input && beta.to_double() != 0.0;
+  const int64_t nd = dest.dim() - 2;
+  const int64_t k = a.sizes()[nd + 1];
+  MatrixLayout lc = matrix_layout(dest.sizes()[nd], dest.sizes()[nd + 1], dest.strides()[nd],
+                                  dest.strides()[nd + 1]);
+  const bool direct = lc.ok && !lc.trans && !same_storage_overlap(dest, a) &&
+                      !same_storage_overlap(dest, b) &&
+                      !(use_input && !input->is_same(dest) && same_storage_overlap(dest, *input) &&
+                        !(input->sizes() == dest.sizes() && input->strides() == dest.strides() &&
+                          input->storage_offset() == dest.storage_offset()));
+  Tensor c = direct ? dest : empty(dest.sizes(), dest.dtype(), dest.device());
+  if (use_input) {
+    const bool already = direct && (input->is_same(dest) ||
+                                    (input->storage() == dest.storage() &&
+                                     input->sizes() == dest.sizes() &&
+                                     input->strides() == dest.strides() &&
+                                     input->storage_offset() == dest.storage_offset()));
+    if (!already) copy_(c, *input);
+  }
+  if (k == 0) {  // an empty sum: beta * input, or zeros
+    if (use_input) binary_(BinaryOp::mul, c, wrap_scalar(beta));
+    else fill_(c, Scalar(int64_t(0)));
+  } else {
+    gemm_stub.get(dest.device())(c, a, b, use_input ? beta : Scalar(int64_t(0)), alpha);
+  }
+  if (!direct) copy_(dest, c);
+  else dest.bump_version();
+}
+
+// The matmul front-end shared by matmul and matmul_out.
+Tensor matmul_impl(const Tensor& a, const Tensor& b, const Tensor* out) {
+  const int64_t d1 = a.dim(), d2 = b.dim();
+  EMBER_CHECK(d1 >= 1 && d2 >= 1, "both arguments to matmul need to be at least 1D, but they are ",
+              d1, "D and ", d2, "D");
+  check_same_device(a, b, "matmul");
+  check_matmul_dtype(a, b);
+  check_gemm_dtype(a.dtype(), "matmul");
+  const DType dt = a.dtype();
+  const Device dev = a.device();
+
+  if (d1 == 1 && d2 == 1) return out ? dot_out(a, b, *out) : dot(a, b);
+  if (d1 == 2 && d2 == 1) return out ? mv_out(a, b, *out) : mv(a, b);
+  if (d1 == 2 && d2 == 2) return out ? mm_out(a, b, *out) : mm(a, b);
+
+  // Batched: a 1-D operand becomes a row (prepended dim) or column (appended dim).
+  Tensor x = d1 == 1 ? unsqueeze(a, 0) : a;
+  Tensor y = d2 == 1 ? unsqueeze(b, 1) : b;
+  const int64_t m = x.sizes()[x.dim() - 2], k = x.sizes()[x.dim() - 1];
+  const int64_t k2 = y.sizes()[y.dim() - 2], n = y.sizes()[y.dim() - 1];
+  if (k != k2) {
+    if (d1 <= 2 && d2 <= 2)
+      EMBER_ERROR("mat1 and mat2 shapes cannot be multiplied (", mat_str(x), " and ", mat_str(y),
+                  ")");
+    EMBER_ERROR("mat1 and mat2 shapes cannot be multiplied (", mat_str(x), " and ", mat_str(y),
+                ") in matmul of shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()));
+  }
+  Shape ba(x.sizes().begin(), x.sizes().end() - 2), bb(y.sizes().begin(), y.sizes().end() - 2);
+  Shape batch = broadcast_shapes(ba, bb);
+  Shape full = batch;
+  full.push_back(m);
+  full.push_back(n);
+  checked_numel(full);
+  Shape final_shape = batch;
+  if (d1 > 1) final_shape.push_back(m);
+  if (d2 > 1) final_shape.push_back(n);
+  if (out) check_out(*out, dt, final_shape, dev, "matmul");
+  Tensor result = out ? *out : empty(final_shape, dt, dev);
+
+  x = friendly(x);
+  y = friendly(y);
+  // [batch..., m, k] @ [k, n] with a foldable batch: one big GEMM over batch*m rows.
+  if (d2 <= 2 && d1 >= 3 && result.is_contiguous()) {
+    Shape xs(x.sizes());
+    int64_t rows = checked_numel(Shape(xs.begin(), xs.end() - 1));
+    Tensor x2 = reshape(x, Shape{rows, k});
+    Tensor r2 = view(result, Shape{rows, n});
+    gemm_into(r2, friendly(x2), y, nullptr, Scalar(int64_t(0)), Scalar(int64_t(1)));
+    return result;
+  }
+  Shape xfull = batch, yfull = batch;
+  xfull.push_back(m);
+  xfull.push_back(k);
+  yfull.push_back(k);
+  yfull.push_back(n);
+  Tensor dest = result;
+  if (d1 == 1) dest = unsqueeze(dest, dest.dim() - (d2 > 1 ? 1 : 0));
+  if (d2 == 1) dest = unsqueeze(dest, dest.dim());
+  gemm_into(dest, expand_to(x, xfull, "matmul"), expand_to(y, yfull, "matmul"), nullptr,
+            Scalar(int64_t(0)), Scalar(int64_t(1)));
+  return result;
+}
+
+void check_mm_args(const Tensor& a, const Tensor& b, const char* op) {
+  EMBER_CHECK(a.dim() == 2, "self must be a matrix, got ", a.dim(), "-D tensor (", op, ")");
+  EMBER_CHECK(b.dim() == 2, "mat2 must be a matrix, got ", b.dim(), "-D tensor (", op, ")");
+  check_same_device(a, b, op);
+  check_matmul_dtype(a, b);
+  check_gemm_dtype(a.dtype(), op);
+  EMBER_CHECK(a.sizes()[1] == b.sizes()[0], "mat1 and mat2 shapes cannot be multiplied (",
+              mat_str(a), " and ", mat_str(b), ")");
+}
+
+Tensor mm_impl(const Tensor& a, const Tensor& b, const Tensor* out) {
+  check_mm_args(a, b, "mm");
+  Shape shape{a.sizes()[0], b.sizes()[1]};
+  if (out) check_out(*out, a.dtype(), shape, a.device(), "mm");
+  Tensor result = out ? *out : empty(shape, a.dtype(), a.device());
+  gemm_into(result, friendly(a), friendly(b), nullptr, Scalar(int64_t(0)), Scalar(int64_t(1)));
+  return result;
+}
+
+void check_bmm_args(const Tensor& a, const Tensor& b, const char* op) {
+  EMBER_CHECK(a.dim() == 3, "batch1 must be a 3D tensor");
+  EMBER_CHECK(b.dim() == 3, "batch2 must be a 3D tensor");
+  check_same_device(a, b, op);
+  EMBER_CHECK(a.dtype() == b.dtype(), op, ": expected batch1 and batch2 to have the same dtype, "
+              "but got: ", dtype_name(a.dtype()), " != ", dtype_name(b.dtype()));
+  check_gemm_dtype(a.dtype(), op);
+  EMBER_CHECK(b.sizes()[0] == a.sizes()[0] && b.sizes()[1] == a.sizes()[2],
+              "Expected size for first two dimensions of batch2 tensor to be: [", a.sizes()[0],
+              ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
+}
+
+Tensor bmm_impl(const Tensor& a, const Tensor& b, const Tensor* out) {
+  check_bmm_args(a, b, "bmm");
+  Shape shape{a.sizes()[0], a.sizes()[1], b.sizes()[2]};
+  if (out) check_out(*out, a.dtype(), shape, a.device(), "bmm");
+  Tensor result = out ? *out : empty(shape, a.dtype(), a.device());
+  gemm_into(result, friendly(a), friendly(b), nullptr, Scalar(int64_t(0)), Scalar(int64_t(1)));
+  return result;
+}
+
+void check_mv_args(const Tensor& mat, const Tensor& vec, const char* op) {
+  EMBER_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got 1, ",
+              mat.dim(), ", ", vec.dim());
+  check_same_device(mat, vec, op);
+  check_matmul_dtype(mat, vec);
+  check_gemm_dtype(mat.dtype(), op);
+  EMBER_CHECK(mat.sizes()[1] == vec.sizes()[0], "size mismatch, got input (", mat.sizes()[0],
+              "), mat (", mat_str(mat), "), vec (", vec.sizes()[0], ")");
+}
+
+Tensor mv_impl(const Tensor& mat, const Tensor& vec, const Tensor* out) {
+  check_mv_args(mat, vec, "mv");
+  Shape shape{mat.sizes()[0]};
+  if (out) check_out(*out, mat.dtype(), shape, mat.device(), "mv");
+  Tensor result = out ? *out : empty(shape, mat.dtype(), mat.device());
+  gemm_into(unsqueeze(result, 1), friendly(mat), friendly(unsqueeze(vec, 1)), nullptr, Scalar(int64_t(0)),
+            Scalar(int64_t(1)));
+  return result;
+}
+
+Tensor dot_impl(const Tensor& a, const Tensor& b, const Tensor* out, const char* op) {
+  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ",
+              b.dim(), "D tensors");
+  check_same_device(a, b, op);
+  EMBER_CHECK(a.dtype() == b.dtype(), op, " : expected both vectors to have same dtype, but found ",
+              dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  check_gemm_dtype(a.dtype(), op);
+  EMBER_CHECK(a.numel() == b.numel(), "inconsistent tensor size, expected tensor [", a.numel(),
+              "] and src [", b.numel(), "] to have the same number of elements, but got ",
+              a.numel(), " and ", b.numel(), " elements respectively");
+  if (out) check_out(*out, a.dtype(), Shape{}, a.device(), op);
+  Tensor result = out ? *out : empty(Shape{}, a.dtype(), a.device());
+  Tensor dest = unsqueeze(unsqueeze(result, 0), 0);
+  gemm_into(dest, friendly(unsqueeze(a, 0)), friendly(unsqueeze(b, 1)), nullptr, Scalar(int64_t(0)),
+            Scalar(int64_t(1)));
+  return result;
+}
+
+// The add forms: checks and allocates the result of beta * input + alpha * product of
+// `shape`. In place, `input` itself is the result and must already have that shape.
+Tensor add_result(const Tensor& input, const Tensor& a, Scalar beta, Scalar alpha,
+                  const Tensor* out, const Shape& shape, const char* op, bool inplace) {
+  check_same_device(input, a, op);
+  check_scalars(a.dtype(), beta, alpha);
+  if (inplace) {
+    EMBER_CHECK(input.sizes() == shape, op, ": the input of shape ", shape_str(input.sizes()),
+                " is written in place and must have the product's shape ", shape_str(shape));
+    check_out(input, a.dtype(), shape, a.device(), op);
+    return input;
+  }
+  expand_to(input, shape, op);  // raises when input does not broadcast to the product
+  if (out) {
+    check_out(*out, a.dtype(), shape, a.device(), op);
+    return *out;
+  }
+  return empty(shape, a.dtype(), a.device());
+}
+
+}  // namespace
+
+// ---- matrix products ---------------------------------------------------------------------
+
+Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, nullptr); }
+Tensor& matmul_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  matmul_impl(a, b, &out);
+  return const_cast<Tensor&>(out);
+}
+Tensor mm(const Tensor& a, const Tensor& b) { return mm_impl(a, b, nullptr); }
+Tensor& mm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  mm_impl(a, b, &out);
+  return const_cast<Tensor&>(out);
+}
+Tensor bmm(const Tensor& a, const Tensor& b) { return bmm_impl(a, b, nullptr); }
+Tensor& bmm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  bmm_impl(a, b, &out);
+  return const_cast<Tensor&>(out);
+}
+Tensor mv(const Tensor& mat, const Tensor& vec) { return mv_impl(mat, vec, nullptr); }
+Tensor& mv_out(const Tensor& mat, const Tensor& vec, const Tensor& out) {
+  mv_impl(mat, vec, &out);
+  return const_cast<Tensor&>(out);
+}
+Tensor dot(const Tensor& a, const Tensor& b) { return dot_impl(a, b, nullptr, "dot"); }
+Tensor& dot_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  dot_impl(a, b, &out, "dot");
+  return const_cast<Tensor&>(out);
+}
+Tensor vdot(const Tensor& a, const Tensor& b) { return dot_impl(a, b, nullptr, "vdot"); }
+
+// ---- add forms ----------------------------------------------------------------------------
+
+static Tensor addmm_impl(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta,
+                         Scalar alpha, const Tensor* out, bool inplace) {
+  const char* op = inplace ? "addmm_" : "addmm";
+  EMBER_CHECK(m1.dim() == 2, "mat1 must be a matrix, got ", m1.dim(), "-D tensor");
+  EMBER_CHECK(m2.dim() == 2, "mat2 must be a matrix, got ", m2.dim(), "-D tensor");
+  EMBER_CHECK(input.dtype() == m2.dtype(), "self and mat2 must have the same dtype, but got ",
+              dtype_name(input.dtype()), " and ", dtype_name(m2.dtype()));
+  EMBER_CHECK(m1.dtype() == m2.dtype(), "mat1 and mat2 must have the same dtype, but got ",
+              dtype_name(m1.dtype()), " and ", dtype_name(m2.dtype()));
+  check_same_device(m1, m2, op);
+  check_gemm_dtype(m1.dtype(), op);
+  EMBER_CHECK(m1.sizes()[1] == m2.sizes()[0], "mat1 and mat2 shapes cannot be multiplied (",
+              mat_str(m1), " and ", mat_str(m2), ")");
+  Shape shape{m1.sizes()[0], m2.sizes()[1]};
+  Tensor result = add_result(input, m1, beta, alpha, out, shape, op, inplace);
+  Tensor in = inplace ? input : expand_to(input, shape, op);
+  gemm_into(result, friendly(m1), friendly(m2), &in, beta, alpha);
+  return result;
+}
+
+Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
+  return addmm_impl(input, m1, m2, beta, alpha, nullptr, false);
+}
+Tensor& addmm_out(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta,
+                  Scalar alpha, const Tensor& out) {
+  addmm_impl(input, m1, m2, beta, alpha, &out, false);
+  return const_cast<Tensor&>(out);
+}
+Tensor& addmm_(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta,
+               Scalar alpha) {
+  addmm_impl(input, m1, m2, beta, alpha, nullptr, true);
+  return const_cast<Tensor&>(input);
+}
+
+static Tensor baddbmm_impl(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
+                           Scalar alpha, const Tensor* out, bool inplace) {
+  const char* op = inplace ? "baddbmm_" : "baddbmm";
+  EMBER_CHECK(input.dtype() == b1.dtype() && b1.dtype() == b2.dtype(),
+              "Input dtypes must be the same, got: input ", dtype_name(input.dtype()),
+              ", batch1: ", dtype_name(b1.dtype()), ", batch2: ", dtype_name(b2.dtype()));
+  check_bmm_args(b1, b2, op);
+  Shape shape{b1.sizes()[0], b1.sizes()[1], b2.sizes()[2]};
+  Tensor result = add_result(input, b1, beta, alpha, out, shape, op, inplace);
+  Tensor in = inplace ? input : expand_to(input, shape, op);
+  gemm_into(result, friendly(b1), friendly(b2), &in, beta, alpha);
+  return result;
+}
+
+Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
+               Scalar alpha) {
+  return baddbmm_impl(input, b1, b2, beta, alpha, nullptr, false);
+}
+Tensor& baddbmm_out(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
+                    Scalar alpha, const Tensor& out) {
+  baddbmm_impl(input, b1, b2, beta, alpha, &out, false);
+  return const_cast<Tensor&>(out);
+}
+Tensor& baddbmm_(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
+                 Scalar alpha) {
+  baddbmm_impl(input, b1, b2, beta, alpha, nullptr, true);
+  return const_cast<Tensor&>(input);
+}
+
+static Tensor addmv_impl(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
+                         Scalar alpha, const Tensor* out, bool inplace) {
+  const char* op = inplace ? "addmv_" : "addmv";
+  EMBER_CHECK(mat.dim() == 2 && vec.dim() == 1 && input.dim() <= 1,
+              "vector + matrix @ vector expected, got ", input.dim(), ", ", mat.dim(), ", ",
+              vec.dim());
+  check_same_device(mat, vec, op);
+  EMBER_CHECK(input.dtype() == mat.dtype() && mat.dtype() == vec.dtype(), op,
+              ": expected input, mat and vec to have the same dtype, but got ",
+              dtype_name(input.dtype()), ", ", dtype_name(mat.dtype()), " and ",
+              dtype_name(vec.dtype()));
+  check_gemm_dtype(mat.dtype(), op);
+  EMBER_CHECK(mat.sizes()[1] == vec.sizes()[0] &&
+                  (input.numel() == mat.sizes()[0] || input.numel() == 1),
+              "size mismatch, got input (", input.dim() == 0 ? 1 : input.sizes()[0], "), mat (",
+              mat_str(mat), "), vec (", vec.sizes()[0], ")");
+  Shape shape{mat.sizes()[0]};
+  Tensor result = add_result(input, mat, beta, alpha, out, shape, op, inplace);
+  Tensor in = inplace ? input : expand_to(input, shape, op);
+  Tensor in2 = unsqueeze(in, 1);
+  gemm_into(unsqueeze(result, 1), friendly(mat), friendly(unsqueeze(vec, 1)), &in2, beta, alpha);
+  return result;
+}
+
+Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
+             Scalar alpha) {
+  return addmv_impl(input, mat, vec, beta, alpha, nullptr, false);
+}
+Tensor& addmv_out(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
+                  Scalar alpha, const Tensor& out) {
+  addmv_impl(input, mat, vec, beta, alpha, &out, false);
+  return const_cast<Tensor&>(out);
+}
+Tensor& addmv_(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
+               Scalar alpha) {
+  addmv_impl(input, mat, vec, beta, alpha, nullptr, true);
+  return const_cast<Tensor&>(input);
+}
+
+// ---- outer ----------------------------------------------------------------------------------
+
+static void check_1d(const Tensor& t, const char* arg, const char* op) {
+  EMBER_CHECK(t.dim() == 1, op, ": Expected 1-D argument ", arg, ", but got ", t.dim(), "-D");
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  check_1d(a, "self", "outer");
+  check_1d(b, "vec2", "outer");
+  return binary(BinaryOp::mul, unsqueeze(a, 1), b);
+}
+Tensor& outer_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  check_1d(a, "self", "outer");
+  check_1d(b, "vec2", "outer");
+  return binary_out(BinaryOp::mul, unsqueeze(a, 1), b, out);
+}
+
+// ---- tril / triu ------------------------------------------------------------------------------
+
+static Tensor tril_triu(const Tensor& a, int64_t diagonal, bool upper, const Tensor* out,
+                        bool inplace) {
+  const char* op = upper ? (inplace ? "triu_" : "triu") : (inplace ? "tril_" : "tril");
+  EMBER_CHECK(a.dim() >= 2, op, ": input tensor must have at least 2 dimensions");
+  Tensor result;
+  if (inplace) {
+    check_no_internal_overlap(a, op);
+    result = a;
+  } else if (out) {
+    check_out(*out, a.dtype(), a.sizes(), a.device(), op);
+    result = *out;
+  } else {
+    result = empty(a.sizes(), a.dtype(), a.device());
+  }
+  if (result.numel() == 0) return result;
+  // A partially overlapping out= gets a temporary; exact aliasing is in-place and fine.
+  const bool aliased = !inplace && same_storage_overlap(result, a) &&
+                       !(result.sizes() == a.sizes() && result.strides() == a.strides() &&
+                         result.storage_offset() == a.storage_offset());
+  Tensor dst = aliased ? empty(a.sizes(), a.dtype(), a.device()) : result;
+  tril_triu_stub.get(a.device())(dst, a, upper, diagonal);
+  if (aliased) copy_(result, dst);
+  else result.bump_version();
+  return result;
+}
+
+Tensor tril(const Tensor& a, int64_t diagonal) { return tril_triu(a, diagonal, false, nullptr, false); }
+Tensor& tril_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
+  tril_triu(a, diagonal, false, &out, false);
+  return const_cast<Tensor&>(out);
+}
+const Tensor& tril_(const Tensor& a, int64_t diagonal) {
+  tril_triu(a, diagonal, false, nullptr, true);
+  return a;
+}
+Tensor triu(const Tensor& a, int64_t diagonal) { return tril_triu(a, diagonal, true, nullptr, false); }
+Tensor& triu_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
+  tril_triu(a, diagonal, true, &out, false);
+  return const_cast<Tensor&>(out);
+}
+const Tensor& triu_(const Tensor& a, int64_t diagonal) {
+  tril_triu(a, diagonal, true, nullptr, true);
+  return a;
+}
+
+// ---- trace ------------------------------------------------------------------------------------
+
+Tensor trace(const Tensor& a) {
+  EMBER_CHECK(a.dim() == 2, "trace: expected a matrix, but got tensor with dim ", a.dim());
+  DType out_dt = is_floating(a.dtype()) ? a.dtype() : DType::Int64;
+  Tensor result = empty(Shape{}, out_dt, a.device());
+  trace_stub.get(a.device())(result, diagonal(a, 0, 0, 1));
+  return result;
+}
+
+}  // namespace ember
