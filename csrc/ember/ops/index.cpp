@@ -186,9 +186,6 @@ Sliced apply_slicing(const Tensor& self, const std::vector<TensorIndex>& indices
     else if (i.kind == K::Tensor) specified += is_mask(i.tensor.dtype()) ? i.tensor.dim() : 1;
   }
   EMBER_CHECK_INDEX(ellipses <= 1, "an index can only have a single ellipsis ('...')");
-  if (self.dim() == 0 && indices.size() == 1 && indices[0].kind == K::Int)
-    raise(ErrorKind::Index, "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                            "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
   EMBER_CHECK_INDEX(specified <= self.dim(), "too many indices for tensor of dimension ", self.dim());
 
   Sliced s;
@@ -267,6 +264,7 @@ void index_set(const Tensor& self, const std::vector<TensorIndex>& indices, cons
   Tensor v = strip_leading_ones(value);
   if (s.idx.empty()) {
     copy_(s.t, v);
+    if (s.t.numel() == 0) self.bump_version();  // copy_ skips empty copies
     return;
   }
   index_put_(s.t, s.idx, to_dtype(v, self.dtype()), false);
@@ -287,7 +285,7 @@ const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Ten
               dtype_name(self.dtype()), " for the destination and ", dtype_name(values.dtype()),
               " for the source.");
   check_same_device(self, values, "index_put_");
-  check_no_internal_overlap(self, "index_put_");
+  if (self.numel()) check_no_internal_overlap(self, "index_put_");
   AdvancedIndex a = make_advanced_index(self, indices);  // validates every index first
   Tensor v = values;
   bool fits = v.dim() <= int64_t(a.shape.size());
@@ -297,12 +295,12 @@ const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Ten
   }
   EMBER_CHECK(fits, "shape mismatch: value tensor of shape ", shape_str(v.sizes()),
               " cannot be broadcast to indexing result of shape ", shape_str(a.shape));
+  self.bump_version();  // an in-place op, even when nothing is selected
   if (a.src.numel() == 0) return self;
   // x[idx] = x[...]: read the values before any of them is overwritten.
   if (v.storage() == self.storage()) v = clone(v);
   TensorIterator it({a.src, expand_to(v, a.shape), a.offsets}, 1, a.shape);
   index_scatter_stub.get(self.device())(it, 1, accumulate, Scalar(int64_t(1)));
-  self.bump_version();
   return self;
 }
 
@@ -397,7 +395,8 @@ const Tensor& scatter_impl(const char* op, const Tensor& self, int64_t dim, cons
   dim = check_gather_scatter(op, self, dim, index, src_is_value ? nullptr : &src_in);
   check_no_internal_overlap(self, op);
   if (index.numel() == 0) return self;
-  Tensor i1 = as_1d_if_scalar(index);
+  // The kernel reads the index while writing self: never let them share memory.
+  Tensor i1 = as_1d_if_scalar(index.storage() == self.storage() ? clone(index) : index);
   Tensor src = src_in;
   if (src_is_value) {
     src = expand_to(src, i1.sizes());
@@ -473,7 +472,7 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
   for (int64_t d = 0; d < s1.dim(); ++d)
     EMBER_CHECK(d == dim || s1.sizes()[d] == src1.sizes()[d], "index_add_(): source ", shape_str(source.sizes()),
                 " must match self ", shape_str(self.sizes()), " apart from dimension ", dim);
-  Tensor idx = to_dtype(index, DType::Int64);
+  Tensor idx = index.storage() == self.storage() ? to_dtype(index, DType::Int64, true) : to_dtype(index, DType::Int64);
   int64_t size = s1.sizes()[dim], bad = 0;
   EMBER_CHECK_INDEX(index_in_range(idx, size, false, &bad), "index out of range in self (index ", bad,
                     " is out of bounds for dimension ", dim, " with size ", size, ")");

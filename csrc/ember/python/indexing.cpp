@@ -172,8 +172,12 @@ bool treat_sequence_as_tuple(py::handle index) {
   return false;
 }
 
-std::vector<TensorIndex> parse_index(py::handle index) {
+std::vector<TensorIndex> parse_index(const Tensor& self, py::handle index) {
   std::vector<TensorIndex> out;
+  // x[0] on a 0-d tensor (a bare int, not the tuple x[0,]) has its own message, as in PyTorch.
+  EMBER_CHECK_INDEX(!(self.dim() == 0 && PyLong_Check(index.ptr()) && !PyBool_Check(index.ptr())),
+                    "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                    "C++ to convert a 0-dim tensor to a number");
   if (PyTuple_Check(index.ptr()) || treat_sequence_as_tuple(index)) {
     py::sequence seq = py::reinterpret_borrow<py::sequence>(index);
     for (size_t i = 0, n = seq.size(); i < n; ++i) out.push_back(parse_one(seq[i]));
@@ -288,12 +292,12 @@ py::object do_nonzero(const Tensor& self, bool as_tuple) {
 void init_indexing(py::module_& m) {
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
   cls.def("__getitem__", [](const Tensor& self, py::handle index) {
-    std::vector<TensorIndex> idx = parse_index(index);
+    std::vector<TensorIndex> idx = parse_index(self, index);
     py::gil_scoped_release nogil;
     return index_get(self, idx);
   });
   cls.def("__setitem__", [](const Tensor& self, py::handle index, py::handle value) {
-    std::vector<TensorIndex> idx = parse_index(index);
+    std::vector<TensorIndex> idx = parse_index(self, index);
     Tensor v = value_to_tensor(self, value);
     py::gil_scoped_release nogil;
     index_set(self, idx, v);

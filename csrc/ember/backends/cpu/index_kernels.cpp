@@ -1,4 +1,5 @@
 // CPU kernels of the indexing ops (see Note [Advanced indexing] in ops/index.h).
+#include <cstring>
 #include <vector>
 
 #include "ember/kernels/functors.h"
@@ -31,6 +32,16 @@ void gather_kernel(TensorIterator& it, int64_t stride) {
         T* __restrict o = reinterpret_cast<T*>(out);
         const int64_t* __restrict k = reinterpret_cast<const int64_t*>(idx);
         for (int64_t i = 0; i < n; ++i) o[i] = *reinterpret_cast<const T*>(src + k[i] * step);
+        return;
+      }
+      if (s[2] == 0) {  // one index for the whole row (x[idx] on rows): a strided row copy
+        const char* row = src + *reinterpret_cast<const int64_t*>(idx) * step;
+        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+          std::memcpy(out, row, size_t(n) * sizeof(T));
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            *reinterpret_cast<T*>(out + i * s[0]) = *reinterpret_cast<const T*>(row + i * s[1]);
+        }
         return;
       }
       for (int64_t i = 0; i < n; ++i) {
