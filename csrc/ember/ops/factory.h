@@ -17,7 +17,8 @@ extern DispatchStub<void (*)(const Tensor& out, Scalar start, Scalar step)> aran
 /// symmetric formula (the first half counts up from start, the second down from end);
 /// with `log_base` set, writes base ** value instead (logspace).
 extern DispatchStub<void (*)(const Tensor& out, double start, double end,
-                             std::optional<double> log_base)> linspace_stub;
+                             std::optional<double> log_base)>
+    linspace_stub;
 
 Tensor ones(const Shape& sizes, DType dtype, Device device = Device());
 /// An uninitialized tensor like `a`: same sizes; same strides when `a` is

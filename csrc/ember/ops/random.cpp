@@ -97,10 +97,17 @@ uint64_t random_blocks_needed(Dist dist, DType dtype, int64_t numel, uint64_t ra
   switch (dist) {
     case Dist::Uniform:
     case Dist::Normal:
-    case Dist::Exponential: per = dtype == DType::Float64 ? 2 : 4; break;
-    case Dist::Bernoulli: per = 2; break;
-    case Dist::Random: per = (range == 0 || range > (uint64_t(1) << 32)) ? 2 : 4; break;
-    default: break;
+    case Dist::Exponential:
+      per = dtype == DType::Float64 ? 2 : 4;
+      break;
+    case Dist::Bernoulli:
+      per = 2;
+      break;
+    case Dist::Random:
+      per = (range == 0 || range > (uint64_t(1) << 32)) ? 2 : 4;
+      break;
+    default:
+      break;
   }
   return (uint64_t(numel) + per - 1) / per;
 }
@@ -141,36 +148,56 @@ void check_floating(const Tensor& t, const char* op) {
 // (2^digits for floats), and the dtype's smallest value on that scale.
 int64_t dtype_max_int(DType t) {
   switch (t) {
-    case DType::Bool: return 1;
-    case DType::UInt8: return 255;
-    case DType::Int8: return 127;
-    case DType::Int16: return 32767;
-    case DType::Int32: return 2147483647;
-    case DType::Int64: return std::numeric_limits<int64_t>::max();
-    case DType::Float16: return int64_t(1) << 11;
-    case DType::BFloat16: return int64_t(1) << 8;
-    case DType::Float32: return int64_t(1) << 24;
-    default: return int64_t(1) << 53;
+    case DType::Bool:
+      return 1;
+    case DType::UInt8:
+      return 255;
+    case DType::Int8:
+      return 127;
+    case DType::Int16:
+      return 32767;
+    case DType::Int32:
+      return 2147483647;
+    case DType::Int64:
+      return std::numeric_limits<int64_t>::max();
+    case DType::Float16:
+      return int64_t(1) << 11;
+    case DType::BFloat16:
+      return int64_t(1) << 8;
+    case DType::Float32:
+      return int64_t(1) << 24;
+    default:
+      return int64_t(1) << 53;
   }
 }
 int64_t dtype_min_int(DType t) {
   switch (t) {
     case DType::Bool:
-    case DType::UInt8: return 0;
-    case DType::Int8: return -128;
-    case DType::Int16: return -32768;
-    case DType::Int32: return -2147483648ll;
-    case DType::Int64: return std::numeric_limits<int64_t>::min();
-    default: return -dtype_max_int(t);
+    case DType::UInt8:
+      return 0;
+    case DType::Int8:
+      return -128;
+    case DType::Int16:
+      return -32768;
+    case DType::Int32:
+      return -2147483648ll;
+    case DType::Int64:
+      return std::numeric_limits<int64_t>::min();
+    default:
+      return -dtype_max_int(t);
   }
 }
 
 double dtype_max_double(DType t) {
   switch (t) {
-    case DType::Float16: return 65504.0;
-    case DType::BFloat16: return 3.3895313892515355e38;
-    case DType::Float32: return double(std::numeric_limits<float>::max());
-    default: return std::numeric_limits<double>::max();
+    case DType::Float16:
+      return 65504.0;
+    case DType::BFloat16:
+      return 3.3895313892515355e38;
+    case DType::Float32:
+      return double(std::numeric_limits<float>::max());
+    default:
+      return std::numeric_limits<double>::max();
   }
 }
 
@@ -180,8 +207,8 @@ double dtype_max_double(DType t) {
 
 const Tensor& uniform_(const Tensor& self, double from, double to, const Generator& gen) {
   check_floating(self, "uniform_");
-  EMBER_CHECK(std::isfinite(from) && std::isfinite(to), "uniform_ expects finite bounds, but got from=",
-              from, " and to=", to);
+  EMBER_CHECK(std::isfinite(from) && std::isfinite(to),
+              "uniform_ expects finite bounds, but got from=", from, " and to=", to);
   EMBER_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
   double mx = dtype_max_double(self.dtype());
@@ -224,8 +251,8 @@ const Tensor& random_(const Tensor& self, int64_t from, std::optional<int64_t> t
     to_inc = *to - 1;
     EMBER_CHECK(from >= lo && from <= hi, "random_: from is out of bounds for ", dtype_name(dt),
                 " (from=", from, ", valid range [", lo, ", ", hi, "])");
-    EMBER_CHECK(to_inc >= lo && to_inc <= hi, "random_: to - 1 is out of bounds for ", dtype_name(dt),
-                " (to=", *to, ", valid range [", lo, ", ", hi, "])");
+    EMBER_CHECK(to_inc >= lo && to_inc <= hi, "random_: to - 1 is out of bounds for ",
+                dtype_name(dt), " (to=", *to, ", valid range [", lo, ", ", hi, "])");
   } else {
     to_inc = hi;
     EMBER_CHECK(from >= lo && from <= hi, "random_: from is out of bounds for ", dtype_name(dt),
@@ -247,7 +274,8 @@ const Tensor& bernoulli_(const Tensor& self, double p, const Generator& gen) {
 const Tensor& bernoulli_(const Tensor& self, const Tensor& p, const Generator& gen) {
   check_no_internal_overlap(self, "bernoulli_");
   check_same_device(self, p, "bernoulli_");
-  EMBER_CHECK(p.dtype() != DType::Bool, "bernoulli_: expected a floating point or integer p tensor, got bool");
+  EMBER_CHECK(p.dtype() != DType::Bool,
+              "bernoulli_: expected a floating point or integer p tensor, got bool");
   Tensor pe = contiguous(to_dtype(expand_to(p, self.sizes(), "bernoulli_"), DType::Float64));
   if (self.numel() == 0) {
     self.bump_version();
@@ -259,7 +287,8 @@ const Tensor& bernoulli_(const Tensor& self, const Tensor& p, const Generator& g
     for (int64_t i = 0; i < pc.numel(); ++i)
       EMBER_CHECK(pp[i] >= 0 && pp[i] <= 1,
                   "Expected p_in >= 0 && p_in <= 1 to be true, but got false (bernoulli_: "
-                  "probability ", pp[i], " at flat index ", i, " is outside [0, 1])");
+                  "probability ",
+                  pp[i], " at flat index ", i, " is outside [0, 1])");
   }
   GeneratorImpl& g = pick_generator(gen, self.device(), "bernoulli_");
   auto kernel = bernoulli_tensor_stub.get(self.device());
@@ -308,7 +337,8 @@ Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype, Device
 
 Tensor randperm(int64_t n, DType dtype, Device device, const Generator& gen) {
   EMBER_CHECK(n >= 0, "randperm: n must be non-negative, got", n);
-  EMBER_CHECK(dtype != DType::Bool || n <= 2, "randperm: n is too large for result tensor type: 'bool'");
+  EMBER_CHECK(dtype != DType::Bool || n <= 2,
+              "randperm: n is too large for result tensor type: 'bool'");
   if (dtype != DType::Int64)
     EMBER_CHECK(n <= dtype_max_int(dtype) + 1, "randperm: n is too large for result tensor type: '",
                 dtype_name(dtype), "' (n=", n, ", but ", dtype_name(dtype),
@@ -357,11 +387,13 @@ Tensor bernoulli(const Tensor& p, const Generator& gen) {
   return out;
 }
 
-Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, const Generator& gen) {
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement,
+                   const Generator& gen) {
   EMBER_CHECK(probs.dim() > 0 && probs.dim() <= 2, "prob_dist must be 1 or 2 dim (got a ",
               probs.dim(), "-d tensor of shape ", shape_str(probs.sizes()), ")");
   EMBER_CHECK(is_floating(probs.dtype()),
-              "multinomial only supports floating-point dtypes for input, got: ", dtype_name(probs.dtype()));
+              "multinomial only supports floating-point dtypes for input, got: ",
+              dtype_name(probs.dtype()));
   EMBER_CHECK(num_samples > 0, "cannot sample n_sample <= 0 samples");
   int64_t k = probs.size(-1);
   EMBER_CHECK(replacement || num_samples <= k,

@@ -96,9 +96,10 @@ GeneratorImpl& pick_generator(const Generator& gen, Device device, const char* o
 /// first block reserved for it, plus the distribution's arguments.
 struct RandomArgs {
   uint64_t seed = 0, offset = 0;
-  double a = 0, b = 1;         // uniform [a, b); normal (mean a, std b); bernoulli p = a; exponential lambda = a
-  int64_t from = 0;            // random_: values in [from, from + range)
-  uint64_t range = 0;          // 0 means the full 2^64 range
+  double a = 0,
+         b = 1;  // uniform [a, b); normal (mean a, std b); bernoulli p = a; exponential lambda = a
+  int64_t from = 0;    // random_: values in [from, from + range)
+  uint64_t range = 0;  // 0 means the full 2^64 range
 };
 enum class Dist : int { Uniform, Normal, Random, Bernoulli, Exponential, Count };
 /// Kernels fill a contiguous tensor; `blocks_needed` says how many Philox blocks they consume.
@@ -106,19 +107,24 @@ using RandomKernel = void (*)(const Tensor& out, const RandomArgs& args);
 extern DispatchStub<RandomKernel> random_stubs[int(Dist::Count)];
 /// Philox blocks one fill of `numel` elements of `dtype` with `dist` consumes.
 uint64_t random_blocks_needed(Dist dist, DType dtype, int64_t numel, uint64_t range = 1);
-/// bernoulli with per-element probabilities: out[i] = u_i < p[i] (p contiguous float64, same numel).
-extern DispatchStub<void (*)(const Tensor& out, const Tensor& p, const RandomArgs&)> bernoulli_tensor_stub;
+/// bernoulli with per-element probabilities: out[i] = u_i < p[i] (p contiguous float64, same
+/// numel).
+extern DispatchStub<void (*)(const Tensor& out, const Tensor& p, const RandomArgs&)>
+    bernoulli_tensor_stub;
 /// multinomial over the rows of a contiguous float64 [rows, k] matrix into int64 [rows, n].
 extern DispatchStub<void (*)(const Tensor& out, const Tensor& probs, bool replacement,
-                             const RandomArgs&)> multinomial_stub;
+                             const RandomArgs&)>
+    multinomial_stub;
 /// randperm: out (int64 [n], contiguous) <- a uniform permutation of 0..n-1.
 extern DispatchStub<void (*)(const Tensor& out, const RandomArgs&)> randperm_stub;
 
 // ---- in-place fills (bump the version; any strides) ------------------------------------
 /// Uniform on [from, to). Floating dtypes only.
-const Tensor& uniform_(const Tensor& self, double from = 0, double to = 1, const Generator& gen = nullptr);
+const Tensor& uniform_(const Tensor& self, double from = 0, double to = 1,
+                       const Generator& gen = nullptr);
 /// Normal(mean, std). Floating dtypes only; std >= 0.
-const Tensor& normal_(const Tensor& self, double mean = 0, double std = 1, const Generator& gen = nullptr);
+const Tensor& normal_(const Tensor& self, double mean = 0, double std = 1,
+                      const Generator& gen = nullptr);
 /// Integers uniform on [from, to); to = nullopt means up to the dtype's largest value
 /// (for floats: 2^mantissa). `random_()` is random_(self, 0, nullopt).
 const Tensor& random_(const Tensor& self, int64_t from, std::optional<int64_t> to,
@@ -131,8 +137,10 @@ const Tensor& bernoulli_(const Tensor& self, const Tensor& p, const Generator& g
 const Tensor& exponential_(const Tensor& self, double lambd = 1, const Generator& gen = nullptr);
 
 // ---- sampling factories ----------------------------------------------------------------
-Tensor rand(const Shape& size, DType dtype, Device device = Device(), const Generator& gen = nullptr);
-Tensor randn(const Shape& size, DType dtype, Device device = Device(), const Generator& gen = nullptr);
+Tensor rand(const Shape& size, DType dtype, Device device = Device(),
+            const Generator& gen = nullptr);
+Tensor randn(const Shape& size, DType dtype, Device device = Device(),
+             const Generator& gen = nullptr);
 /// Integers uniform on [low, high).
 Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype, Device device = Device(),
                const Generator& gen = nullptr);

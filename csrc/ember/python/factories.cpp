@@ -28,7 +28,8 @@ bool is_numpy_scalar(py::handle h) {
 bool is_sequence(py::handle h) {
   PyObject* o = h.ptr();
   if (PyList_Check(o) || PyTuple_Check(o)) return true;
-  if (PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o) || PyDict_Check(o)) return false;
+  if (PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o) || PyDict_Check(o))
+    return false;
   return PySequence_Check(o) == 1;
 }
 
@@ -99,12 +100,14 @@ struct DataWalker {
   // The dtype of the data (PyTorch's infer_scalar_type), scanning every element.
   void infer(py::handle obj) {
     PyObject* o = obj.ptr();
+    // NumPy scalars keep their dtype (np.float64 is also a Python float subclass).
+    if (!PyFloat_CheckExact(o) && (is_numpy_array(obj) || is_numpy_scalar(obj)))
+      return see(numpy_dtype(obj.attr("dtype")));
     if (PyFloat_Check(o)) return see(default_dtype());
     if (PyBool_Check(o)) return see(DType::Bool);
     if (PyLong_Check(o)) return see(DType::Int64);
     Tensor* t;
     if (as_tensor(obj, t)) return see(t->dtype());
-    if (is_numpy_array(obj) || is_numpy_scalar(obj)) return see(numpy_dtype(obj.attr("dtype")));
     if (!is_sequence(obj)) bad_type(obj);
     py::object fast = py::reinterpret_steal<py::object>(PySequence_Fast(o, "not a sequence"));
     if (!fast) throw py::error_already_set();
@@ -113,7 +116,7 @@ struct DataWalker {
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* e = items[i];
       // Fast path for the common flat case; floats decide everything.
-      if (PyFloat_Check(e)) {
+      if (PyFloat_CheckExact(e)) {
         see(default_dtype());
       } else if (PyBool_Check(e)) {
         see(DType::Bool);
@@ -127,16 +130,21 @@ struct DataWalker {
 };
 
 [[noreturn]] void overflow(DType dt) {
-  raise(ErrorKind::Runtime, "value cannot be converted to type ", dtype_name(dt), " without overflow");
+  raise(ErrorKind::Runtime, "value cannot be converted to type ", dtype_name(dt),
+        " without overflow");
 }
 
 // Writes one Python number into p as dtype `dt`, checking ranges like PyTorch.
-template <typename T> void store_int(int64_t v, DType dt, char* p) {
+template <typename T>
+void store_int(int64_t v, DType dt, char* p) {
   if constexpr (std::is_same<T, bool>::value) {
     *reinterpret_cast<bool*>(p) = v != 0;
   } else if constexpr (std::is_integral<T>::value) {
-    if (v < int64_t(std::numeric_limits<T>::min()) || v > int64_t(std::numeric_limits<T>::max()))
-      overflow(dt);
+    // Like c10::checked_convert: unsigned targets accept negative values down to -max
+    // (two's-complement wrap, so tensor([-1], dtype=uint8) is 255).
+    int64_t lo = std::is_unsigned<T>::value ? -int64_t(std::numeric_limits<T>::max())
+                                            : int64_t(std::numeric_limits<T>::min());
+    if (v < lo || v > int64_t(std::numeric_limits<T>::max())) overflow(dt);
     *reinterpret_cast<T*>(p) = T(v);
   } else {
     T x = T(float(v));
@@ -144,18 +152,22 @@ template <typename T> void store_int(int64_t v, DType dt, char* p) {
     std::memcpy(p, &x, sizeof(T));
   }
 }
-template <typename T> void store_float(double v, DType dt, char* p) {
+template <typename T>
+void store_float(double v, DType dt, char* p) {
   if constexpr (std::is_same<T, bool>::value) {
     *reinterpret_cast<bool*>(p) = v != 0;
   } else if constexpr (std::is_integral<T>::value) {
-    if (!(v > double(std::numeric_limits<T>::min()) - 1.0 && v < double(std::numeric_limits<T>::max()) + 1.0))
+    if (!(v > double(std::numeric_limits<T>::min()) - 1.0 &&
+          v < double(std::numeric_limits<T>::max()) + 1.0))
       overflow(dt);
     *reinterpret_cast<T*>(p) = T(int64_t(v));
   } else if constexpr (std::is_same<T, double>::value) {
     std::memcpy(p, &v, sizeof(T));
   } else {
     if (std::isfinite(v)) {
-      double mx = std::is_same<T, Half>::value ? 65504.0 : std::is_same<T, BFloat16>::value ? 3.3895313892515355e38 : double(std::numeric_limits<float>::max());
+      double mx = std::is_same<T, Half>::value       ? 65504.0
+                  : std::is_same<T, BFloat16>::value ? 3.3895313892515355e38
+                                                     : double(std::numeric_limits<float>::max());
       // Values that round to the largest finite number are fine; beyond that is overflow.
       if (std::fabs(v) > mx * (1.0 + 1e-3)) overflow(dt);
     }
@@ -176,15 +188,17 @@ struct Storer {
     if (PyLong_Check(o)) {
       int of = 0;
       long long v = PyLong_AsLongLongAndOverflow(o, &of);
-      if (of) raise(ErrorKind::Runtime, "Overflow when unpacking long: ", std::string(py::str(obj)),
-                    " does not fit in int64");
+      if (of)
+        raise(ErrorKind::Runtime, "Overflow when unpacking long: ", std::string(py::str(obj)),
+              " does not fit in int64");
       return put_int(v, p);
     }
     Tensor* t;
     Scalar s;
     if (as_tensor(obj, t)) {
-      EMBER_CHECK_VALUE(t->dim() == 0, "expected a number at dim ", dim, " but got a tensor of shape ",
-                        shape_str(t->sizes()), " (the nested data is ragged)");
+      EMBER_CHECK_VALUE(t->dim() == 0, "expected a number at dim ", dim,
+                        " but got a tensor of shape ", shape_str(t->sizes()),
+                        " (the nested data is ragged)");
       s = scalar_arg(obj, "tensor", "data");
     } else if (is_numpy_scalar(obj)) {
       if (!as_scalar(obj, s)) bad_type(obj);
@@ -195,21 +209,25 @@ struct Storer {
     } else {
       bad_type(obj);
     }
-    if (s.is_floating()) put_float(s.to_double(), p);
-    else put_int(s.to_int(), p);
+    if (s.is_floating())
+      put_float(s.to_double(), p);
+    else
+      put_int(s.to_int(), p);
   }
   void put_int(int64_t v, char* p) {
-    dispatch_all(dtype, "tensor", [&](auto tag) { store_int<typename decltype(tag)::type>(v, dtype, p); });
+    dispatch_all(dtype, "tensor",
+                 [&](auto tag) { store_int<typename decltype(tag)::type>(v, dtype, p); });
   }
   void put_float(double v, char* p) {
-    dispatch_all(dtype, "tensor", [&](auto tag) { store_float<typename decltype(tag)::type>(v, dtype, p); });
+    dispatch_all(dtype, "tensor",
+                 [&](auto tag) { store_float<typename decltype(tag)::type>(v, dtype, p); });
   }
 
   // Copies a tensor (or ndarray) block found at `dim` after checking its shape.
   void block(const Tensor& src, int64_t dim, char* p) {
     Shape rest(sizes.begin() + dim, sizes.end());
-    EMBER_CHECK_VALUE(src.sizes() == rest, "expected a tensor of shape ", shape_str(rest), " at dim ",
-                      dim, " (got ", shape_str(src.sizes()), ")");
+    EMBER_CHECK_VALUE(src.sizes() == rest, "expected a tensor of shape ", shape_str(rest),
+                      " at dim ", dim, " (got ", shape_str(src.sizes()), ")");
     Tensor c = contiguous(to_dtype(to_device(src, Device()), dtype));
     if (c.numel()) std::memcpy(p, c.data_ptr(), size_t(c.numel() * elsize));
   }
@@ -254,7 +272,8 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, std::option
   if (as_tensor(data, t)) {
     PyErr_WarnEx(PyExc_UserWarning,
                  "To copy construct from a tensor, it is recommended to use "
-                 "sourceTensor.clone().detach() rather than ember.tensor(sourceTensor).", 1);
+                 "sourceTensor.clone().detach() rather than ember.tensor(sourceTensor).",
+                 1);
     Tensor r = to_dtype(*t, dtype.value_or(t->dtype()), true);
     if (device) r = to_device(r, *device);
     return r;
@@ -348,12 +367,13 @@ Tensor like_factory(const char* op, const Tensor& a, const py::kwargs& kwargs,
   return finish_factory(t, rg);
 }
 
-const char* legacy_names[] = {"BoolTensor", "ByteTensor", "CharTensor", "ShortTensor",
-                              "IntTensor", "LongTensor", "HalfTensor", "BFloat16Tensor",
+const char* legacy_names[] = {"BoolTensor",  "ByteTensor",  "CharTensor", "ShortTensor",
+                              "IntTensor",   "LongTensor",  "HalfTensor", "BFloat16Tensor",
                               "FloatTensor", "DoubleTensor"};
 
 std::string type_string(const Tensor& t) {
-  return std::string(t.device().is_cuda() ? "ember.cuda." : "ember.") + legacy_names[int(t.dtype())];
+  return std::string(t.device().is_cuda() ? "ember.cuda." : "ember.") +
+         legacy_names[int(t.dtype())];
 }
 
 // Tensor.type(): the legacy name; Tensor.type(dtype or "ember.FloatTensor"): a conversion.
@@ -371,7 +391,8 @@ py::object tensor_type(const Tensor& self, py::object dtype, py::kwargs) {
     for (int i = 0; i < kNumDTypes; ++i) {
       if (s == legacy_names[i]) {
         Tensor r = to_dtype(self, DType(i));
-        if (cuda != r.device().is_cuda()) r = to_device(r, cuda ? Device(DeviceType::CUDA, 0) : Device());
+        if (cuda != r.device().is_cuda())
+          r = to_device(r, cuda ? Device(DeviceType::CUDA, 0) : Device());
         return wrap(r);
       }
     }
@@ -391,12 +412,18 @@ void range_args(const char* op, const py::args& args, FactoryKwargs& kw, Scalar&
   if (n == 1 && ks.is_none()) {
     end = scalar_arg(args[0], op, "end");
   } else {
-    if (n >= 1) start = scalar_arg(args[0], op, "start");
-    else if (!ks.is_none()) start = scalar_arg(ks, op, "start");
-    if (n >= 2) end = scalar_arg(args[1], op, "end");
-    else if (!ke.is_none()) end = scalar_arg(ke, op, "end");
-    else if (n == 1 && !ks.is_none()) end = scalar_arg(args[0], op, "end");
-    else raise(ErrorKind::Type, op, "() missing required argument 'end'");
+    if (n >= 1)
+      start = scalar_arg(args[0], op, "start");
+    else if (!ks.is_none())
+      start = scalar_arg(ks, op, "start");
+    if (n >= 2)
+      end = scalar_arg(args[1], op, "end");
+    else if (!ke.is_none())
+      end = scalar_arg(ke, op, "end");
+    else if (n == 1 && !ks.is_none())
+      end = scalar_arg(args[0], op, "end");
+    else
+      raise(ErrorKind::Type, op, "() missing required argument 'end'");
     if (n >= 3) step = scalar_arg(args[2], op, "step");
   }
   if (n < 3 && !kst.is_none()) step = scalar_arg(kst, op, "step");
@@ -407,114 +434,161 @@ Tensor conv(const Tensor& t, DType d) { return to_dtype(t, d); }
 }  // namespace
 
 void init_factories(py::module_& m) {
-  m.def("tensor", [](py::handle data, py::kwargs kwargs) {
-    FactoryKwargs kw("tensor", kwargs);
-    auto dt = kw.dtype();
-    auto dev = kw.device();
-    bool rg = kw.requires_grad();
-    kw.ignore_layout();
-    kw.take("names");
-    kw.done();
-    return finish_factory(tensor_from_data(data, dt, dev, "tensor"), rg);
-  }, py::arg("data"));
-  m.def("as_tensor", [](py::handle data, py::object dtype, py::object device) {
-    return as_tensor_impl(data, optional_dtype(dtype, "as_tensor"), optional_device(device));
-  }, py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
-  m.def("asarray", [](py::handle obj, py::kwargs kwargs) {
-    FactoryKwargs kw("asarray", kwargs);
-    auto dt = kw.dtype();
-    auto dev = kw.device();
-    py::object copy = kw.take("copy");
-    bool rg = kw.requires_grad();
-    kw.done();
-    Tensor r;
-    if (!copy.is_none() && PyObject_IsTrue(copy.ptr()) == 1) {
-      Tensor* t;
-      r = as_tensor(obj, t) ? to_dtype(*t, dt.value_or(t->dtype()), true)
-                            : tensor_from_data(obj, dt, std::nullopt, "asarray");
-      if (dev) r = to_device(r, *dev);
-    } else {
-      r = as_tensor_impl(obj, dt, dev);
-      if (!copy.is_none()) {
-        Tensor* t;
-        bool shared = (as_tensor(obj, t) && r.storage() == t->storage()) ||
-                      (is_numpy_array(obj) && r.device().is_cpu() &&
-                       reinterpret_cast<uintptr_t>(r.storage()->data.ptr) ==
-                           reinterpret_cast<uintptr_t>(py::reinterpret_borrow<py::array>(obj).data()));
-        EMBER_CHECK_VALUE(shared, "asarray(): copy=False but the data cannot be shared without a copy");
-      }
-    }
-    return finish_factory(r, rg);
-  }, py::arg("obj"));
+  m.def(
+      "tensor",
+      [](py::handle data, py::kwargs kwargs) {
+        FactoryKwargs kw("tensor", kwargs);
+        auto dt = kw.dtype();
+        auto dev = kw.device();
+        bool rg = kw.requires_grad();
+        kw.ignore_layout();
+        kw.take("names");
+        kw.done();
+        return finish_factory(tensor_from_data(data, dt, dev, "tensor"), rg);
+      },
+      py::arg("data"));
+  m.def(
+      "as_tensor",
+      [](py::handle data, py::object dtype, py::object device) {
+        return as_tensor_impl(data, optional_dtype(dtype, "as_tensor"), optional_device(device));
+      },
+      py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  m.def(
+      "asarray",
+      [](py::handle obj, py::kwargs kwargs) {
+        FactoryKwargs kw("asarray", kwargs);
+        auto dt = kw.dtype();
+        auto dev = kw.device();
+        py::object copy = kw.take("copy");
+        bool rg = kw.requires_grad();
+        kw.done();
+        Tensor r;
+        if (!copy.is_none() && PyObject_IsTrue(copy.ptr()) == 1) {
+          Tensor* t;
+          r = as_tensor(obj, t) ? to_dtype(*t, dt.value_or(t->dtype()), true)
+                                : tensor_from_data(obj, dt, std::nullopt, "asarray");
+          if (dev) r = to_device(r, *dev);
+        } else {
+          r = as_tensor_impl(obj, dt, dev);
+          if (!copy.is_none()) {
+            Tensor* t;
+            bool shared =
+                (as_tensor(obj, t) && r.storage() == t->storage()) ||
+                (is_numpy_array(obj) && r.device().is_cpu() &&
+                 reinterpret_cast<uintptr_t>(r.storage()->data.ptr) ==
+                     reinterpret_cast<uintptr_t>(py::reinterpret_borrow<py::array>(obj).data()));
+            EMBER_CHECK_VALUE(shared,
+                              "asarray(): copy=False but the data cannot be shared without a copy");
+          }
+        }
+        return finish_factory(r, rg);
+      },
+      py::arg("obj"));
 
   m.def("zeros", [](py::args a, py::kwargs k) { return sized_factory<0>("zeros", a, k); });
   m.def("ones", [](py::args a, py::kwargs k) { return sized_factory<1>("ones", a, k); });
   m.def("empty", [](py::args a, py::kwargs k) { return sized_factory<2>("empty", a, k); });
-  m.def("full", [](py::handle size, py::handle fill, py::kwargs kwargs) {
-    FactoryKwargs kw("full", kwargs);
-    Shape s = shape_arg(size, "full", "size");
-    Scalar v = scalar_arg(fill, "full", "fill_value");
-    DType dt = kw.dtype().value_or(full_dtype(v));
-    Device dev = kw.device().value_or(Device());
-    bool rg = kw.requires_grad();
-    kw.ignore_layout();
-    kw.done();
-    return finish_factory(full(s, v, dt, dev), rg);
-  }, py::arg("size"), py::arg("fill_value"));
-  m.def("scalar_tensor", [](py::handle v, py::kwargs kwargs) {
-    FactoryKwargs kw("scalar_tensor", kwargs);
-    DType dt = kw.dtype().value_or(default_dtype());
-    Device dev = kw.device().value_or(Device());
-    bool rg = kw.requires_grad();
-    kw.ignore_layout();
-    kw.done();
-    return finish_factory(scalar_tensor(scalar_arg(v, "scalar_tensor", "s"), dt, dev), rg);
-  }, py::arg("s"));
+  m.def(
+      "full",
+      [](py::handle size, py::handle fill, py::kwargs kwargs) {
+        FactoryKwargs kw("full", kwargs);
+        Shape s = shape_arg(size, "full", "size");
+        Scalar v = scalar_arg(fill, "full", "fill_value");
+        DType dt = kw.dtype().value_or(full_dtype(v));
+        Device dev = kw.device().value_or(Device());
+        bool rg = kw.requires_grad();
+        kw.ignore_layout();
+        kw.done();
+        return finish_factory(full(s, v, dt, dev), rg);
+      },
+      py::arg("size"), py::arg("fill_value"));
+  m.def(
+      "scalar_tensor",
+      [](py::handle v, py::kwargs kwargs) {
+        FactoryKwargs kw("scalar_tensor", kwargs);
+        DType dt = kw.dtype().value_or(default_dtype());
+        Device dev = kw.device().value_or(Device());
+        bool rg = kw.requires_grad();
+        kw.ignore_layout();
+        kw.done();
+        return finish_factory(scalar_tensor(scalar_arg(v, "scalar_tensor", "s"), dt, dev), rg);
+      },
+      py::arg("s"));
 
-  m.def("zeros_like", [](const Tensor& a, py::kwargs k) {
-    return like_factory("zeros_like", a, k, [](const Tensor& t, const Generator&) { fill_(t, Scalar(int64_t(0))); });
-  }, py::arg("input"));
-  m.def("ones_like", [](const Tensor& a, py::kwargs k) {
-    return like_factory("ones_like", a, k, [](const Tensor& t, const Generator&) { fill_(t, Scalar(int64_t(1))); });
-  }, py::arg("input"));
-  m.def("empty_like", [](const Tensor& a, py::kwargs k) {
-    return like_factory("empty_like", a, k, [](const Tensor&, const Generator&) {});
-  }, py::arg("input"));
-  m.def("full_like", [](const Tensor& a, py::handle fill, py::kwargs k) {
-    Scalar v = scalar_arg(fill, "full_like", "fill_value");
-    return like_factory("full_like", a, k, [v](const Tensor& t, const Generator&) { fill_(t, v); });
-  }, py::arg("input"), py::arg("fill_value"));
-  m.def("rand_like", [](const Tensor& a, py::kwargs k) {
-    return like_factory("rand_like", a, k, [](const Tensor& t, const Generator& g) { uniform_(t, 0, 1, g); });
-  }, py::arg("input"));
-  m.def("randn_like", [](const Tensor& a, py::kwargs k) {
-    return like_factory("randn_like", a, k, [](const Tensor& t, const Generator& g) { normal_(t, 0, 1, g); });
-  }, py::arg("input"));
-  m.def("randint_like", [](const Tensor& a, py::args args, py::kwargs k) {
-    FactoryKwargs kw("randint_like", k);
-    py::object lo = kw.take("low"), hi = kw.take("high");
-    int64_t low = 0, high;
-    if (args.size() == 2) {
-      low = int_arg(args[0], "randint_like", "low");
-      high = int_arg(args[1], "randint_like", "high");
-    } else if (args.size() == 1) {
-      if (!lo.is_none()) low = int_arg(lo, "randint_like", "low");
-      high = int_arg(args[0], "randint_like", "high");
-    } else {
-      EMBER_CHECK_TYPE(args.size() == 0 && !hi.is_none(), "randint_like() missing required argument 'high'");
-      if (!lo.is_none()) low = int_arg(lo, "randint_like", "low");
-      high = int_arg(hi, "randint_like", "high");
-    }
-    py::kwargs rest;
-    for (const char* n : {"dtype", "device", "requires_grad", "generator", "memory_format", "layout", "pin_memory"}) {
-      py::object v = kw.take(n);
-      if (!v.is_none()) rest[n] = v;
-    }
-    kw.done();
-    return like_factory("randint_like", a, rest, [low, high](const Tensor& t, const Generator& g) {
-      random_(t, low, high, g);
-    });
-  }, py::arg("input"));
+  m.def(
+      "zeros_like",
+      [](const Tensor& a, py::kwargs k) {
+        return like_factory("zeros_like", a, k, [](const Tensor& t, const Generator&) {
+          fill_(t, Scalar(int64_t(0)));
+        });
+      },
+      py::arg("input"));
+  m.def(
+      "ones_like",
+      [](const Tensor& a, py::kwargs k) {
+        return like_factory("ones_like", a, k, [](const Tensor& t, const Generator&) {
+          fill_(t, Scalar(int64_t(1)));
+        });
+      },
+      py::arg("input"));
+  m.def(
+      "empty_like",
+      [](const Tensor& a, py::kwargs k) {
+        return like_factory("empty_like", a, k, [](const Tensor&, const Generator&) {});
+      },
+      py::arg("input"));
+  m.def(
+      "full_like",
+      [](const Tensor& a, py::handle fill, py::kwargs k) {
+        Scalar v = scalar_arg(fill, "full_like", "fill_value");
+        return like_factory("full_like", a, k,
+                            [v](const Tensor& t, const Generator&) { fill_(t, v); });
+      },
+      py::arg("input"), py::arg("fill_value"));
+  m.def(
+      "rand_like",
+      [](const Tensor& a, py::kwargs k) {
+        return like_factory("rand_like", a, k,
+                            [](const Tensor& t, const Generator& g) { uniform_(t, 0, 1, g); });
+      },
+      py::arg("input"));
+  m.def(
+      "randn_like",
+      [](const Tensor& a, py::kwargs k) {
+        return like_factory("randn_like", a, k,
+                            [](const Tensor& t, const Generator& g) { normal_(t, 0, 1, g); });
+      },
+      py::arg("input"));
+  m.def(
+      "randint_like",
+      [](const Tensor& a, py::args args, py::kwargs k) {
+        FactoryKwargs kw("randint_like", k);
+        py::object lo = kw.take("low"), hi = kw.take("high");
+        int64_t low = 0, high;
+        if (args.size() == 2) {
+          low = int_arg(args[0], "randint_like", "low");
+          high = int_arg(args[1], "randint_like", "high");
+        } else if (args.size() == 1) {
+          if (!lo.is_none()) low = int_arg(lo, "randint_like", "low");
+          high = int_arg(args[0], "randint_like", "high");
+        } else {
+          EMBER_CHECK_TYPE(args.size() == 0 && !hi.is_none(),
+                           "randint_like() missing required argument 'high'");
+          if (!lo.is_none()) low = int_arg(lo, "randint_like", "low");
+          high = int_arg(hi, "randint_like", "high");
+        }
+        py::kwargs rest;
+        for (const char* n : {"dtype", "device", "requires_grad", "generator", "memory_format",
+                              "layout", "pin_memory"}) {
+          py::object v = kw.take(n);
+          if (!v.is_none()) rest[n] = v;
+        }
+        kw.done();
+        return like_factory(
+            "randint_like", a, rest,
+            [low, high](const Tensor& t, const Generator& g) { random_(t, low, high, g); });
+      },
+      py::arg("input"));
 
   m.def("arange", [](py::args args, py::kwargs kwargs) {
     FactoryKwargs kw("arange", kwargs);
@@ -531,7 +605,8 @@ void init_factories(py::module_& m) {
     PyErr_WarnEx(PyExc_UserWarning,
                  "ember.range is deprecated and will be removed in a future release because its "
                  "behavior is inconsistent with Python's range builtin. Instead, use ember.arange, "
-                 "which produces values in [start, end).", 1);
+                 "which produces values in [start, end).",
+                 1);
     FactoryKwargs kw("range", kwargs);
     Scalar start, end, step;
     range_args("range", args, kw, start, end, step);
@@ -549,47 +624,59 @@ void init_factories(py::module_& m) {
     EMBER_CHECK(n >= 0 && n < 9.2e18, "invalid size, possible overflow?");
     Tensor out = empty(Shape{int64_t(n)}, dt, dev);
     if (out.numel()) {
-      if (is_integral(dt, true)) arange_stub.get(dev)(out, Scalar(int64_t(s)), Scalar(int64_t(d)));
-      else arange_stub.get(dev)(out, Scalar(s), Scalar(d));
+      if (is_integral(dt, true))
+        arange_stub.get(dev)(out, Scalar(int64_t(s)), Scalar(int64_t(d)));
+      else
+        arange_stub.get(dev)(out, Scalar(s), Scalar(d));
     }
     return finish_factory(out, rg);
   });
-  m.def("linspace", [](py::handle start, py::handle end, py::object steps, py::kwargs kwargs) {
-    FactoryKwargs kw("linspace", kwargs);
-    // Old PyTorch (and the tutorials) allow linspace(start, end): steps=100.
-    int64_t n = steps.is_none() ? 100 : int_arg(steps, "linspace", "steps");
-    DType dt = kw.dtype().value_or(default_dtype());
-    Device dev = kw.device().value_or(Device());
-    bool rg = kw.requires_grad();
-    kw.ignore_layout();
-    kw.done();
-    return finish_factory(linspace(scalar_arg(start, "linspace", "start").to_double(),
-                           scalar_arg(end, "linspace", "end").to_double(), n, dt, dev), rg);
-  }, py::arg("start"), py::arg("end"), py::arg("steps") = py::none());
-  m.def("logspace", [](py::handle start, py::handle end, py::object steps, py::handle base,
-                       py::kwargs kwargs) {
-    FactoryKwargs kw("logspace", kwargs);
-    int64_t n = steps.is_none() ? 100 : int_arg(steps, "logspace", "steps");
-    DType dt = kw.dtype().value_or(default_dtype());
-    Device dev = kw.device().value_or(Device());
-    bool rg = kw.requires_grad();
-    kw.ignore_layout();
-    kw.done();
-    return finish_factory(logspace(scalar_arg(start, "logspace", "start").to_double(),
-                           scalar_arg(end, "logspace", "end").to_double(), n,
-                           scalar_arg(base, "logspace", "base").to_double(), dt, dev), rg);
-  }, py::arg("start"), py::arg("end"), py::arg("steps") = py::none(), py::arg("base") = 10.0);
-  m.def("eye", [](py::handle n, py::object mo, py::kwargs kwargs) {
-    FactoryKwargs kw("eye", kwargs);
-    std::optional<int64_t> mm;
-    if (!mo.is_none()) mm = int_arg(mo, "eye", "m");
-    DType dt = kw.dtype().value_or(default_dtype());
-    Device dev = kw.device().value_or(Device());
-    bool rg = kw.requires_grad();
-    kw.ignore_layout();
-    kw.done();
-    return finish_factory(eye(int_arg(n, "eye", "n"), mm, dt, dev), rg);
-  }, py::arg("n"), py::arg("m") = py::none());
+  m.def(
+      "linspace",
+      [](py::handle start, py::handle end, py::object steps, py::kwargs kwargs) {
+        FactoryKwargs kw("linspace", kwargs);
+        // Old PyTorch (and the tutorials) allow linspace(start, end): steps=100.
+        int64_t n = steps.is_none() ? 100 : int_arg(steps, "linspace", "steps");
+        DType dt = kw.dtype().value_or(default_dtype());
+        Device dev = kw.device().value_or(Device());
+        bool rg = kw.requires_grad();
+        kw.ignore_layout();
+        kw.done();
+        return finish_factory(linspace(scalar_arg(start, "linspace", "start").to_double(),
+                                       scalar_arg(end, "linspace", "end").to_double(), n, dt, dev),
+                              rg);
+      },
+      py::arg("start"), py::arg("end"), py::arg("steps") = py::none());
+  m.def(
+      "logspace",
+      [](py::handle start, py::handle end, py::object steps, py::handle base, py::kwargs kwargs) {
+        FactoryKwargs kw("logspace", kwargs);
+        int64_t n = steps.is_none() ? 100 : int_arg(steps, "logspace", "steps");
+        DType dt = kw.dtype().value_or(default_dtype());
+        Device dev = kw.device().value_or(Device());
+        bool rg = kw.requires_grad();
+        kw.ignore_layout();
+        kw.done();
+        return finish_factory(logspace(scalar_arg(start, "logspace", "start").to_double(),
+                                       scalar_arg(end, "logspace", "end").to_double(), n,
+                                       scalar_arg(base, "logspace", "base").to_double(), dt, dev),
+                              rg);
+      },
+      py::arg("start"), py::arg("end"), py::arg("steps") = py::none(), py::arg("base") = 10.0);
+  m.def(
+      "eye",
+      [](py::handle n, py::object mo, py::kwargs kwargs) {
+        FactoryKwargs kw("eye", kwargs);
+        std::optional<int64_t> mm;
+        if (!mo.is_none()) mm = int_arg(mo, "eye", "m");
+        DType dt = kw.dtype().value_or(default_dtype());
+        Device dev = kw.device().value_or(Device());
+        bool rg = kw.requires_grad();
+        kw.ignore_layout();
+        kw.done();
+        return finish_factory(eye(int_arg(n, "eye", "n"), mm, dt, dev), rg);
+      },
+      py::arg("n"), py::arg("m") = py::none());
 
   // ---- Tensor methods ----
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
@@ -604,29 +691,37 @@ void init_factories(py::module_& m) {
       .def("byte", [](const Tensor& t, py::kwargs) { return conv(t, DType::UInt8); })
       .def("bool", [](const Tensor& t, py::kwargs) { return conv(t, DType::Bool); })
       .def("type", &tensor_type, py::arg("dtype") = py::none())
-      .def("type_as", [](const Tensor& t, const Tensor& o) {
-        Tensor r = to_dtype(t, o.dtype());
-        return o.device().type != r.device().type ? to_device(r, o.device()) : r;
-      })
-      .def("new_tensor", [](const Tensor& self, py::handle data, py::kwargs kwargs) {
-        FactoryKwargs kw("new_tensor", kwargs);
-        DType dt = kw.dtype().value_or(self.dtype());
-        Device dev = kw.device().value_or(self.device());
-        bool rg = kw.requires_grad();
-        kw.ignore_layout();
-        kw.done();
-        return finish_factory(tensor_from_data(data, dt, dev, "new_tensor"), rg);
-      }, py::arg("data"))
-      .def("new_full", [](const Tensor& self, py::handle size, py::handle fill, py::kwargs kwargs) {
-        FactoryKwargs kw("new_full", kwargs);
-        DType dt = kw.dtype().value_or(self.dtype());
-        Device dev = kw.device().value_or(self.device());
-        bool rg = kw.requires_grad();
-        kw.ignore_layout();
-        kw.done();
-        return finish_factory(full(shape_arg(size, "new_full", "size"), scalar_arg(fill, "new_full", "fill_value"),
-                           dt, dev), rg);
-      }, py::arg("size"), py::arg("fill_value"));
+      .def("type_as",
+           [](const Tensor& t, const Tensor& o) {
+             Tensor r = to_dtype(t, o.dtype());
+             return o.device().type != r.device().type ? to_device(r, o.device()) : r;
+           })
+      .def(
+          "new_tensor",
+          [](const Tensor& self, py::handle data, py::kwargs kwargs) {
+            FactoryKwargs kw("new_tensor", kwargs);
+            DType dt = kw.dtype().value_or(self.dtype());
+            Device dev = kw.device().value_or(self.device());
+            bool rg = kw.requires_grad();
+            kw.ignore_layout();
+            kw.done();
+            return finish_factory(tensor_from_data(data, dt, dev, "new_tensor"), rg);
+          },
+          py::arg("data"))
+      .def(
+          "new_full",
+          [](const Tensor& self, py::handle size, py::handle fill, py::kwargs kwargs) {
+            FactoryKwargs kw("new_full", kwargs);
+            DType dt = kw.dtype().value_or(self.dtype());
+            Device dev = kw.device().value_or(self.device());
+            bool rg = kw.requires_grad();
+            kw.ignore_layout();
+            kw.done();
+            return finish_factory(full(shape_arg(size, "new_full", "size"),
+                                       scalar_arg(fill, "new_full", "fill_value"), dt, dev),
+                                  rg);
+          },
+          py::arg("size"), py::arg("fill_value"));
   auto new_sized = [&cls](const char* name, int kind) {
     cls.def(name, [name, kind](const Tensor& self, py::args args, py::kwargs kwargs) {
       FactoryKwargs kw(name, kwargs);

@@ -31,8 +31,9 @@ class FactoryKwargs {
   void ignore_layout() {
     for (const char* k : {"pin_memory", "memory_format"}) take(k);
     py::object layout = take("layout");
-    EMBER_CHECK_TYPE(layout.is_none() || std::string(py::str(layout)).find("strided") != std::string::npos,
-                     op_, "(): only the strided layout is supported, got ", std::string(py::str(layout)));
+    EMBER_CHECK_TYPE(
+        layout.is_none() || std::string(py::str(layout)).find("strided") != std::string::npos, op_,
+        "(): only the strided layout is supported, got ", std::string(py::str(layout)));
   }
   void done() {
     for (auto kv : d_) {

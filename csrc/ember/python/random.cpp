@@ -1,8 +1,8 @@
 // Bindings: ember.Generator, seeding, the sampling factories and the in-place
 // random fills (uniform_, normal_, random_, bernoulli_, exponential_).
+#include "ember/ops/random.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/ops.h"
-#include "ember/ops/random.h"
 #include "ember/python/bind.h"
 #include "ember/python/factory_args.h"
 
@@ -27,8 +27,8 @@ uint64_t seed_arg(py::handle h, const char* op) {
     long long s = PyLong_AsLongLongAndOverflow(o, &of);
     if (of || (s == -1 && PyErr_Occurred())) {
       PyErr_Clear();
-      raise(ErrorKind::Runtime, "Overflow when unpacking long: the seed ",
-            std::string(py::str(h)), " does not fit in 64 bits");
+      raise(ErrorKind::Runtime, "Overflow when unpacking long: the seed ", std::string(py::str(h)),
+            " does not fit in 64 bits");
     }
     return uint64_t(s);
   }
@@ -80,7 +80,9 @@ Shape size_of(const char* op, const py::args& args, FactoryKwargs& kw) {
   return shape_from_args(args, op, "size");
 }
 
-double num(py::handle h, const char* op, const char* arg) { return scalar_arg(h, op, arg).to_double(); }
+double num(py::handle h, const char* op, const char* arg) {
+  return scalar_arg(h, op, arg).to_double();
+}
 
 }  // namespace
 
@@ -91,44 +93,59 @@ void init_random(py::module_& m) {
              return std::make_shared<GeneratorImpl>(d);
            }),
            py::arg("device") = "cpu")
-      .def_property_readonly("device", [](const GeneratorImpl& g) { return device_object(g.device()); })
-      .def("manual_seed", [](py::object self, py::handle seed) {
-        self.cast<GeneratorImpl&>().manual_seed(seed_arg(seed, "manual_seed"));
-        return self;
-      }, py::arg("seed"))
+      .def_property_readonly("device",
+                             [](const GeneratorImpl& g) { return device_object(g.device()); })
+      .def(
+          "manual_seed",
+          [](py::object self, py::handle seed) {
+            self.cast<GeneratorImpl&>().manual_seed(seed_arg(seed, "manual_seed"));
+            return self;
+          },
+          py::arg("seed"))
       .def("seed", &GeneratorImpl::seed)
       .def("initial_seed", &GeneratorImpl::initial_seed)
       .def("get_state", &state_tensor)
-      .def("set_state", [](py::object self, py::handle st) {
-        set_state(self.cast<GeneratorImpl&>(), st);
-        return self;
-      }, py::arg("new_state"))
+      .def(
+          "set_state",
+          [](py::object self, py::handle st) {
+            set_state(self.cast<GeneratorImpl&>(), st);
+            return self;
+          },
+          py::arg("new_state"))
       .def("get_offset", &GeneratorImpl::offset);
   m.attr("default_generator") = py::cast(default_generator());
 
-  m.def("manual_seed", [](py::handle seed) {
-    // torch.manual_seed calls int(seed) first, so floats truncate.
-    py::object s = PyFloat_Check(seed.ptr()) ? py::object(py::int_(py::reinterpret_borrow<py::object>(seed)))
-                                             : py::reinterpret_borrow<py::object>(seed);
-    default_generator()->manual_seed(seed_arg(s, "manual_seed"));
-    return default_generator();
-  }, py::arg("seed"));
+  m.def(
+      "manual_seed",
+      [](py::handle seed) {
+        // torch.manual_seed calls int(seed) first, so floats truncate.
+        py::object s = PyFloat_Check(seed.ptr())
+                           ? py::object(py::int_(py::reinterpret_borrow<py::object>(seed)))
+                           : py::reinterpret_borrow<py::object>(seed);
+        default_generator()->manual_seed(seed_arg(s, "manual_seed"));
+        return default_generator();
+      },
+      py::arg("seed"));
   m.def("seed", [] { return default_generator()->seed(); });
   m.def("initial_seed", [] { return default_generator()->initial_seed(); });
   m.def("get_rng_state", [] { return state_tensor(*default_generator()); });
-  m.def("set_rng_state", [](py::handle st) { set_state(*default_generator(), st); }, py::arg("new_state"));
+  m.def(
+      "set_rng_state", [](py::handle st) { set_state(*default_generator(), st); },
+      py::arg("new_state"));
 
   m.def("rand", [](py::args args, py::kwargs kwargs) {
     FactoryKwargs kw("rand", kwargs);
     Shape s = size_of("rand", args, kw);
     SampleOpts o = sample_opts(kw);
-    return finish_factory(rand(s, o.dtype.value_or(default_dtype()), o.device, o.gen), o.requires_grad);
+    return finish_factory(rand(s, o.dtype.value_or(default_dtype()), o.device, o.gen),
+                          o.requires_grad);
   });
   m.def("randn", [](py::args args, py::kwargs kwargs) {
     FactoryKwargs kw("randn", kwargs);
     Shape s = size_of("randn", args, kw);
     SampleOpts o = sample_opts(kw);
-    return finish_factory(randn(s, o.dtype.value_or(default_dtype()), o.device, o.gen), o.requires_grad);
+    return finish_factory(randn(s, o.dtype.value_or(default_dtype()), o.device, o.gen),
+                          o.requires_grad);
   });
   // randint(high, size) / randint(low, high, size), each also as a keyword.
   m.def("randint", [](py::args args, py::kwargs kwargs) {
@@ -141,14 +158,18 @@ void init_random(py::module_& m) {
     if (pos.size() == 3) {
       low = pos[0], high = pos[1], size = pos[2];
     } else if (pos.size() == 2) {
-      if (!sz.is_none()) low = pos[0], high = pos[1];
-      else high = pos[0], size = pos[1];
+      if (!sz.is_none())
+        low = pos[0], high = pos[1];
+      else
+        high = pos[0], size = pos[1];
     } else if (pos.size() == 1) {
-      if (!sz.is_none() && !hi.is_none()) low = pos[0];
-      else if (!sz.is_none()) high = pos[0];
-      else size = pos[0];
+      if (!sz.is_none() && !hi.is_none())
+        low = pos[0];
+      else
+        high = pos[0];
     } else {
-      EMBER_CHECK_TYPE(pos.empty(), "randint() takes at most 3 positional arguments (", pos.size(), " given)");
+      EMBER_CHECK_TYPE(pos.empty(), "randint() takes at most 3 positional arguments (", pos.size(),
+                       " given)");
     }
     if (!lo.is_none()) low = lo;
     if (!hi.is_none()) high = hi;
@@ -159,108 +180,156 @@ void init_random(py::module_& m) {
     int64_t h = int_arg(high, "randint", "high");
     Shape s = shape_arg(size, "randint", "size");
     SampleOpts o = sample_opts(kw);
-    return finish_factory(randint(l, h, s, o.dtype.value_or(DType::Int64), o.device, o.gen), o.requires_grad);
+    return finish_factory(randint(l, h, s, o.dtype.value_or(DType::Int64), o.device, o.gen),
+                          o.requires_grad);
   });
-  m.def("randperm", [](py::handle n, py::kwargs kwargs) {
-    FactoryKwargs kw("randperm", kwargs);
-    SampleOpts o = sample_opts(kw);
-    return finish_factory(randperm(int_arg(n, "randperm", "n"), o.dtype.value_or(DType::Int64), o.device, o.gen),
-                  o.requires_grad);
-  }, py::arg("n"));
-  m.def("normal", [](py::handle mean, py::object std, py::object size, py::kwargs kwargs) {
-    FactoryKwargs kw("normal", kwargs);
-    SampleOpts o = sample_opts(kw);
-    Tensor* tm;
-    Tensor* ts;
-    bool mt = as_tensor(mean, tm), st = !std.is_none() && as_tensor(std, ts);
-    if (!mt && !st) {
-      EMBER_CHECK_TYPE(!size.is_none(), "normal() received an invalid combination of arguments: with a "
-                       "float mean and std, the size argument is required (normal(mean, std, size))");
-      Tensor t = empty(shape_arg(size, "normal", "size"), o.dtype.value_or(default_dtype()), o.device);
-      normal_(t, num(mean, "normal", "mean"), std.is_none() ? 1.0 : num(std, "normal", "std"), o.gen);
-      *t.impl()->version = 0;
-      return finish_factory(t, o.requires_grad);
-    }
-    EMBER_CHECK_TYPE(size.is_none(), "normal() received an invalid combination of arguments: size is "
-                     "only accepted with a float mean and std");
-    Tensor tmean = mt ? *tm : wrap_scalar(Scalar(num(mean, "normal", "mean")), (*ts).device());
-    Tensor tstd = st ? *ts : wrap_scalar(Scalar(std.is_none() ? 1.0 : num(std, "normal", "std")), tmean.device());
-    return finish_factory(normal(tmean, tstd, o.gen), o.requires_grad);
-  }, py::arg("mean"), py::arg("std") = py::none(), py::arg("size") = py::none());
-  m.def("bernoulli", [](const Tensor& input, py::object p, py::kwargs kwargs) {
-    FactoryKwargs kw("bernoulli", kwargs);
-    Generator g = generator_arg(kw.take("generator"));
-    kw.done();
-    if (p.is_none()) return bernoulli(input, g);
-    Tensor out = empty(input.sizes(), input.dtype(), input.device());
-    bernoulli_(out, num(p, "bernoulli", "p"), g);
-    *out.impl()->version = 0;
-    return out;
-  }, py::arg("input"), py::arg("p") = py::none());
-  m.def("multinomial", [](const Tensor& input, py::handle n, bool replacement, py::kwargs kwargs) {
-    FactoryKwargs kw("multinomial", kwargs);
-    Generator g = generator_arg(kw.take("generator"));
-    kw.done();
-    return multinomial(input, int_arg(n, "multinomial", "num_samples"), replacement, g);
-  }, py::arg("input"), py::arg("num_samples"), py::arg("replacement") = false);
-
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
-  cls.def("uniform_", [](const Tensor& t, py::handle from, py::handle to, py::object gen) {
-       return uniform_(t, num(from, "uniform_", "from"), num(to, "uniform_", "to"), generator_arg(gen));
-     }, py::arg("from") = 0.0, py::arg("to") = 1.0, py::kw_only(), py::arg("generator") = py::none())
-      .def("normal_", [](const Tensor& t, py::handle mean, py::handle std, py::object gen) {
-        return normal_(t, num(mean, "normal_", "mean"), num(std, "normal_", "std"), generator_arg(gen));
-      }, py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(), py::arg("generator") = py::none())
-      .def("exponential_", [](const Tensor& t, py::handle l, py::object gen) {
-        return exponential_(t, num(l, "exponential_", "lambd"), generator_arg(gen));
-      }, py::arg("lambd") = 1.0, py::kw_only(), py::arg("generator") = py::none())
-      // random_() / random_(to) / random_(from, to) ; to=None: up to the dtype's max.
-      .def("random_", [](const Tensor& t, py::args args, py::kwargs kwargs) {
-        FactoryKwargs kw("random_", kwargs);
-        Generator g = generator_arg(kw.take("generator"));
-        bool has_to = kw.has("to");
-        py::object kf = kw.take("from"), kt = kw.take("to");
-        kw.done();
-        EMBER_CHECK_TYPE(args.size() <= 2, "random_() takes at most 2 positional arguments (",
-                         args.size(), " given)");
-        int64_t from = 0;
-        std::optional<int64_t> to;
-        if (args.size() == 2) {
-          from = int_arg(args[0], "random_", "from");
-          if (!args[1].is_none()) to = int_arg(args[1], "random_", "to");
-        } else if (args.size() == 1) {
-          if (!kf.is_none() || has_to) {
-            // random_(from, to=...) with to given by keyword
-            if (!kf.is_none()) raise(ErrorKind::Type, "random_() got multiple values for argument 'from'");
-            from = int_arg(args[0], "random_", "from");
-            if (!kt.is_none()) to = int_arg(kt, "random_", "to");
-          } else {
-            to = int_arg(args[0], "random_", "to");
-          }
-        } else {
-          if (!kf.is_none()) from = int_arg(kf, "random_", "from");
-          if (!kt.is_none()) to = int_arg(kt, "random_", "to");
-          else if (!has_to && kf.is_none()) {
-            // random_(): [0, max] of the dtype.
-          }
+  m.def(
+      "randperm",
+      [](py::handle n, py::kwargs kwargs) {
+        FactoryKwargs kw("randperm", kwargs);
+        SampleOpts o = sample_opts(kw);
+        return finish_factory(
+            randperm(int_arg(n, "randperm", "n"), o.dtype.value_or(DType::Int64), o.device, o.gen),
+            o.requires_grad);
+      },
+      py::arg("n"));
+  m.def(
+      "normal",
+      [](py::handle mean, py::object std, py::object size, py::kwargs kwargs) {
+        FactoryKwargs kw("normal", kwargs);
+        SampleOpts o = sample_opts(kw);
+        Tensor* tm;
+        Tensor* ts;
+        bool mt = as_tensor(mean, tm), st = !std.is_none() && as_tensor(std, ts);
+        if (!mt && !st) {
+          EMBER_CHECK_TYPE(
+              !size.is_none(),
+              "normal() received an invalid combination of arguments: with a "
+              "float mean and std, the size argument is required (normal(mean, std, size))");
+          Tensor t =
+              empty(shape_arg(size, "normal", "size"), o.dtype.value_or(default_dtype()), o.device);
+          normal_(t, num(mean, "normal", "mean"), std.is_none() ? 1.0 : num(std, "normal", "std"),
+                  o.gen);
+          *t.impl()->version = 0;
+          return finish_factory(t, o.requires_grad);
         }
-        return random_(t, from, to, g);
-      })
-      .def("bernoulli_", [](const Tensor& t, py::handle p, py::object gen) {
-        Tensor* pt;
-        if (as_tensor(p, pt)) return bernoulli_(t, *pt, generator_arg(gen));
-        return bernoulli_(t, num(p, "bernoulli_", "p"), generator_arg(gen));
-      }, py::arg("p") = 0.5, py::kw_only(), py::arg("generator") = py::none())
-      .def("bernoulli", [](const Tensor& t, py::object p, py::object gen) {
-        if (p.is_none()) return bernoulli(t, generator_arg(gen));
-        Tensor out = empty(t.sizes(), t.dtype(), t.device());
-        bernoulli_(out, num(p, "bernoulli", "p"), generator_arg(gen));
+        EMBER_CHECK_TYPE(size.is_none(),
+                         "normal() received an invalid combination of arguments: size is "
+                         "only accepted with a float mean and std");
+        Tensor tmean = mt ? *tm : wrap_scalar(Scalar(num(mean, "normal", "mean")), (*ts).device());
+        Tensor tstd = st ? *ts
+                         : wrap_scalar(Scalar(std.is_none() ? 1.0 : num(std, "normal", "std")),
+                                       tmean.device());
+        return finish_factory(normal(tmean, tstd, o.gen), o.requires_grad);
+      },
+      py::arg("mean"), py::arg("std") = py::none(), py::arg("size") = py::none());
+  m.def(
+      "bernoulli",
+      [](const Tensor& input, py::object p, py::kwargs kwargs) {
+        FactoryKwargs kw("bernoulli", kwargs);
+        Generator g = generator_arg(kw.take("generator"));
+        kw.done();
+        if (p.is_none()) return bernoulli(input, g);
+        Tensor out = empty(input.sizes(), input.dtype(), input.device());
+        bernoulli_(out, num(p, "bernoulli", "p"), g);
         *out.impl()->version = 0;
         return out;
-      }, py::arg("p") = py::none(), py::kw_only(), py::arg("generator") = py::none())
-      .def("multinomial", [](const Tensor& t, py::handle n, bool replacement, py::object gen) {
-        return multinomial(t, int_arg(n, "multinomial", "num_samples"), replacement, generator_arg(gen));
-      }, py::arg("num_samples"), py::arg("replacement") = false, py::kw_only(), py::arg("generator") = py::none());
+      },
+      py::arg("input"), py::arg("p") = py::none());
+  m.def(
+      "multinomial",
+      [](const Tensor& input, py::handle n, bool replacement, py::kwargs kwargs) {
+        FactoryKwargs kw("multinomial", kwargs);
+        Generator g = generator_arg(kw.take("generator"));
+        kw.done();
+        return multinomial(input, int_arg(n, "multinomial", "num_samples"), replacement, g);
+      },
+      py::arg("input"), py::arg("num_samples"), py::arg("replacement") = false);
+
+  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  cls.def(
+         "uniform_",
+         [](const Tensor& t, py::handle from, py::handle to, py::object gen) {
+           return uniform_(t, num(from, "uniform_", "from"), num(to, "uniform_", "to"),
+                           generator_arg(gen));
+         },
+         py::arg("from") = 0.0, py::arg("to") = 1.0, py::kw_only(),
+         py::arg("generator") = py::none())
+      .def(
+          "normal_",
+          [](const Tensor& t, py::handle mean, py::handle std, py::object gen) {
+            return normal_(t, num(mean, "normal_", "mean"), num(std, "normal_", "std"),
+                           generator_arg(gen));
+          },
+          py::arg("mean") = 0.0, py::arg("std") = 1.0, py::kw_only(),
+          py::arg("generator") = py::none())
+      .def(
+          "exponential_",
+          [](const Tensor& t, py::handle l, py::object gen) {
+            return exponential_(t, num(l, "exponential_", "lambd"), generator_arg(gen));
+          },
+          py::arg("lambd") = 1.0, py::kw_only(), py::arg("generator") = py::none())
+      // random_() / random_(to) / random_(from, to) ; to=None: up to the dtype's max.
+      .def("random_",
+           [](const Tensor& t, py::args args, py::kwargs kwargs) {
+             FactoryKwargs kw("random_", kwargs);
+             Generator g = generator_arg(kw.take("generator"));
+             bool has_to = kw.has("to");
+             py::object kf = kw.take("from"), kt = kw.take("to");
+             kw.done();
+             EMBER_CHECK_TYPE(args.size() <= 2, "random_() takes at most 2 positional arguments (",
+                              args.size(), " given)");
+             int64_t from = 0;
+             std::optional<int64_t> to;
+             if (args.size() == 2) {
+               from = int_arg(args[0], "random_", "from");
+               if (!args[1].is_none()) to = int_arg(args[1], "random_", "to");
+             } else if (args.size() == 1) {
+               if (!kf.is_none() || has_to) {
+                 // random_(from, to=...) with to given by keyword
+                 if (!kf.is_none())
+                   raise(ErrorKind::Type, "random_() got multiple values for argument 'from'");
+                 from = int_arg(args[0], "random_", "from");
+                 if (!kt.is_none()) to = int_arg(kt, "random_", "to");
+               } else {
+                 to = int_arg(args[0], "random_", "to");
+               }
+             } else {
+               if (!kf.is_none()) from = int_arg(kf, "random_", "from");
+               if (!kt.is_none())
+                 to = int_arg(kt, "random_", "to");
+               else if (!has_to && kf.is_none()) {
+                 // random_(): [0, max] of the dtype.
+               }
+             }
+             return random_(t, from, to, g);
+           })
+      .def(
+          "bernoulli_",
+          [](const Tensor& t, py::handle p, py::object gen) {
+            Tensor* pt;
+            if (as_tensor(p, pt)) return bernoulli_(t, *pt, generator_arg(gen));
+            return bernoulli_(t, num(p, "bernoulli_", "p"), generator_arg(gen));
+          },
+          py::arg("p") = 0.5, py::kw_only(), py::arg("generator") = py::none())
+      .def(
+          "bernoulli",
+          [](const Tensor& t, py::object p, py::object gen) {
+            if (p.is_none()) return bernoulli(t, generator_arg(gen));
+            Tensor out = empty(t.sizes(), t.dtype(), t.device());
+            bernoulli_(out, num(p, "bernoulli", "p"), generator_arg(gen));
+            *out.impl()->version = 0;
+            return out;
+          },
+          py::arg("p") = py::none(), py::kw_only(), py::arg("generator") = py::none())
+      .def(
+          "multinomial",
+          [](const Tensor& t, py::handle n, bool replacement, py::object gen) {
+            return multinomial(t, int_arg(n, "multinomial", "num_samples"), replacement,
+                               generator_arg(gen));
+          },
+          py::arg("num_samples"), py::arg("replacement") = false, py::kw_only(),
+          py::arg("generator") = py::none());
 }
 
 }  // namespace ember::python

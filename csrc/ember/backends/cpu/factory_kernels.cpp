@@ -8,12 +8,16 @@
 namespace ember::cpu {
 namespace {
 
-template <typename T> T cast_value(double v) {
-  if constexpr (std::is_same<T, bool>::value) return v != 0;
+template <typename T>
+T cast_value(double v) {
+  if constexpr (std::is_same<T, bool>::value)
+    return v != 0;
   else if constexpr (std::is_same<T, Half>::value || std::is_same<T, BFloat16>::value)
     return T(float(v));
-  else if constexpr (std::is_integral<T>::value) return static_cast<T>(static_cast<int64_t>(v));
-  else return static_cast<T>(v);
+  else if constexpr (std::is_integral<T>::value)
+    return static_cast<T>(static_cast<int64_t>(v));
+  else
+    return static_cast<T>(v);
 }
 
 void arange_kernel(const Tensor& out, Scalar start, Scalar step) {

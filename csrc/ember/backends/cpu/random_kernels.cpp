@@ -32,10 +32,14 @@ void fill_blocks(const Tensor& out, const RandomArgs& a, F f) {
   });
 }
 
-template <typename T> constexpr int mantissa_bits() {
-  if constexpr (std::is_same<T, Half>::value) return 11;
-  else if constexpr (std::is_same<T, BFloat16>::value) return 8;
-  else return 24;
+template <typename T>
+constexpr int mantissa_bits() {
+  if constexpr (std::is_same<T, Half>::value)
+    return 11;
+  else if constexpr (std::is_same<T, BFloat16>::value)
+    return 8;
+  else
+    return 24;
 }
 
 void uniform_kernel(const Tensor& out, const RandomArgs& a) {
@@ -114,11 +118,14 @@ void exponential_kernel(const Tensor& out, const RandomArgs& a) {
   });
 }
 
-template <typename T> T from_int64(int64_t x) {
-  if constexpr (std::is_same<T, bool>::value) return x != 0;
+template <typename T>
+T from_int64(int64_t x) {
+  if constexpr (std::is_same<T, bool>::value)
+    return x != 0;
   else if constexpr (std::is_same<T, Half>::value || std::is_same<T, BFloat16>::value)
     return T(float(x));
-  else return static_cast<T>(x);
+  else
+    return static_cast<T>(x);
 }
 
 // Integers from + (x mod range); range 0 stands for 2^64 (every int64).
