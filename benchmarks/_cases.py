@@ -71,8 +71,17 @@ def timeit(fn, repeats=7, min_sample=0.02, max_total=4.0):
     """Median seconds per call of `fn` over `repeats` samples, after warm-up.
 
     Each sample loops `fn` enough times to last at least `min_sample` seconds,
-    so microsecond-scale calls are measured over many iterations."""
-    for _ in range(3):
+    so microsecond-scale calls are measured over many iterations. A call slower
+    than a second (e.g. SGEMM on a reference BLAS) is timed once after one
+    warm-up call, so that a slow library cannot stall the whole run."""
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    if first > 1.0:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    for _ in range(2):
         fn()
     t0 = time.perf_counter()
     fn()

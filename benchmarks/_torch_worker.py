@@ -15,7 +15,9 @@ from _cases import CASES, timeit  # noqa: E402
 
 def main():
     threads = int(sys.argv[1])
-    out = {"version": torch.__version__, "times": {}}
+    config = torch.__config__.show()
+    blas = next((w.rstrip(",") for w in config.split() if w.startswith("BLAS_INFO=")), "")
+    out = {"version": torch.__version__, "blas": blas.partition("=")[2], "times": {}}
     for name in sys.argv[2:]:
         kind, _, make = CASES[name]
         torch.set_num_threads(1 if kind == "one" else threads)

@@ -97,7 +97,8 @@ def run_torch(names):
         print(f"PyTorch worker failed:\n{p.stderr[-2000:]}", file=sys.stderr)
         return None, {}
     res = json.loads(p.stdout.strip().splitlines()[-1])
-    return res["version"], res["times"]
+    version = res["version"] + (f", BLAS: {res['blas']}" if res.get("blas") else "")
+    return version, res["times"]
 
 
 def main():
@@ -123,6 +124,9 @@ def main():
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in rows:
         print(line(r))
+    if torch_version and "generic" in torch_version:
+        print("note: this PyTorch build calls a reference (unoptimized) BLAS for matmul; compare "
+              "SGEMM against NumPy's OpenBLAS instead.")
 
 
 if __name__ == "__main__":

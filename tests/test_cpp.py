@@ -59,6 +59,12 @@ def _configure():
 def test_cpp_unit_tests():
     if shutil.which("cmake") is None:
         pytest.fail("cmake is needed to build the C++ unit tests (apt-get install cmake)")
+    # CMakeLists.txt configures the Python bindings too, which needs pybind11's CMake files.
+    probe = subprocess.run([sys.executable, "-m", "pybind11", "--cmakedir"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if probe.returncode != 0:
+        pytest.fail("configuring the C++ tests needs pybind11 in this Python "
+                    f"({sys.executable} -m pip install pybind11):\n{probe.stdout[-2000:]}")
     with _build_lock():
         _configure()
         jobs = str(os.cpu_count() or 2)
