@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ember/core/parallel.h"
@@ -191,32 +194,60 @@ void run_reduce(const Tensor& in, const Tensor& out, const Shape& mask, const Op
   const bool outer = !inner && !g.kin.empty() && g.kin.back() == 1;
 
   if (outer) {
-    // Accumulate chunks of C contiguous outputs row by row.
-    constexpr int64_t C = 256;
+    // Accumulate chunks of up to C contiguous outputs row by row; a chunk covers
+    // whole rows when they fit, so the input streams sequentially.
+    constexpr int64_t C = 2048;
     const int64_t m = g.ksize.back(), nch = (m + C - 1) / C, ko_n = K / m;
+    const int64_t csz = std::min(m, C);
     const size_t ko_d = g.ksize.size() - 1;
     const Shape ks(g.ksize.begin(), g.ksize.begin() + ko_d), ki(g.kin.begin(), g.kin.begin() + ko_d),
         kt(g.kout.begin(), g.kout.begin() + ko_d);
     const int64_t ostep = g.kout.back();
     const int64_t items = ko_n * nch;
-    auto run_items = [&](int64_t ib, int64_t ie) {
-      A acc[C];
+    // Adds reduced positions [rb, re) of work item `it` into acc[0, len).
+    auto accumulate = [&](int64_t it, int64_t rb, int64_t re, A* acc) {
       Walker ow(ks, ki, kt);
+      ow.seek(it / nch);
+      const int64_t c0 = (it % nch) * C, len = std::min(C, m - c0);
       Walker rw(g.rsize, g.rin, Shape(g.rsize.size(), 0));
-      for (int64_t it = ib; it < ie; ++it) {
-        ow.seek(it / nch);
-        const int64_t c0 = (it % nch) * C, len = std::min(C, m - c0);
-        for (int64_t c = 0; c < len; ++c) acc[c] = op.init();
-        rw.seek(0);
-        const T* p0 = x + ow.off0 + c0;
-        for (int64_t r = 0; r < R; ++r, rw.next()) {
-          const T* p = p0 + rw.off0;
-          for (int64_t c = 0; c < len; ++c) acc[c] = op.step(acc[c], p[c], r);
-        }
-        for (int64_t c = 0; c < len; ++c) op.store(acc[c], ow.off1 + (c0 + c) * ostep);
+      rw.seek(rb);
+      const T* p0 = x + ow.off0 + c0;
+      for (int64_t r = rb; r < re; ++r, rw.next()) {
+        const T* p = p0 + rw.off0;
+        for (int64_t c = 0; c < len; ++c) acc[c] = op.step(acc[c], p[c], r);
       }
+      return std::make_pair(ow.off1 + c0 * ostep, len);
     };
-    parallel_for(0, items, std::max<int64_t>(1, kGrainSize / (C * R)), run_items);
+    if (items >= nthreads || items * csz * R < 4 * kGrainSize) {
+      parallel_for(0, items, std::max<int64_t>(1, kGrainSize / (csz * R)), [&](int64_t ib, int64_t ie) {
+        std::unique_ptr<A[]> acc(new A[static_cast<size_t>(csz)]);
+        for (int64_t it = ib; it < ie; ++it) {
+          std::fill(acc.get(), acc.get() + csz, op.init());
+          auto [o, len] = accumulate(it, 0, R, acc.get());
+          for (int64_t c = 0; c < len; ++c) op.store(acc[c], o + c * ostep);
+        }
+      });
+      return;
+    }
+    // Few items: split the reduced range; partial accumulators combine in order.
+    const int64_t nsplit = std::min<int64_t>(nthreads, R);
+    std::unique_ptr<A[]> part(new A[static_cast<size_t>(nsplit * csz)]);
+    for (int64_t it = 0; it < items; ++it) {
+      int64_t o = 0, len = 0;
+      parallel_for(0, nsplit, 1, [&](int64_t sb, int64_t se) {
+        for (int64_t sp = sb; sp < se; ++sp) {
+          A* pa = part.get() + sp * csz;
+          std::fill(pa, pa + csz, op.init());
+          auto r = accumulate(it, R * sp / nsplit, R * (sp + 1) / nsplit, pa);
+          if (sp == 0) std::tie(o, len) = r;
+        }
+      });
+      for (int64_t c = 0; c < len; ++c) {
+        A a = part[c];
+        for (int64_t sp = 1; sp < nsplit; ++sp) a = op.combine(a, part[sp * csz + c]);
+        op.store(a, o + c * ostep);
+      }
+    }
     return;
   }
 
@@ -232,15 +263,15 @@ void run_reduce(const Tensor& in, const Tensor& out, const Shape& mask, const Op
   }
   // Few outputs, long rows: split each reduction across threads.
   const int64_t nchunks = std::min<int64_t>(nthreads * 4, std::max<int64_t>(1, R / kGrainSize));
-  std::vector<A> part(size_t(nchunks), op.init());
+  std::unique_ptr<A[]> part(new A[static_cast<size_t>(nchunks)]);  // not vector<bool>: threads write
   for (int64_t k = 0; k < K; ++k, kw.next()) {
     const T* base = x + kw.off0;
     parallel_for(0, nchunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c)
-        part[size_t(c)] = reduce_range<T>(op, g, base, R * c / nchunks, R * (c + 1) / nchunks);
+        part[c] = reduce_range<T>(op, g, base, R * c / nchunks, R * (c + 1) / nchunks);
     });
     A acc = part[0];
-    for (int64_t c = 1; c < nchunks; ++c) acc = op.combine(acc, part[size_t(c)]);
+    for (int64_t c = 1; c < nchunks; ++c) acc = op.combine(acc, part[c]);
     op.store(acc, kw.off1);
   }
 }

@@ -22,9 +22,9 @@ struct ExtremeOp {
       return Max ? -std::numeric_limits<acc_t>::infinity() : std::numeric_limits<acc_t>::infinity();
     else return Max ? std::numeric_limits<acc_t>::lowest() : std::numeric_limits<acc_t>::max();
   }
-  acc_t combine(acc_t a, acc_t b) const {
-    if constexpr (Max) return (isnan_(b) || b > a) ? b : a;
-    else return (isnan_(b) || b < a) ? b : a;
+  acc_t combine(acc_t a, acc_t b) const {  // branch-free so that it vectorizes
+    const bool take = isnan_(b) | (Max ? b > a : b < a);
+    return take ? b : a;
   }
   acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(x)); }
   void store(const acc_t& a, int64_t off) const { out[off] = T(a); }
@@ -39,8 +39,33 @@ struct IndexedOp {
     int64_t i;
   };
   static constexpr bool kIndexed = true;
+  static constexpr bool kHasRow = true;
   T* out;          // may be null (argmax)
   int64_t* index;
+
+  // A contiguous row: find the extreme with vectorized lanes, then its first position.
+  acc_t row(const T* x, int64_t n, int64_t pos0) const {
+    if (n == 0) return init();
+    constexpr int L = 16;
+    const ExtremeOp<T, Max> ext{nullptr};
+    M best = M(x[0]);
+    int64_t i = 0;
+    if (n >= L) {
+      M l[L];
+      for (int j = 0; j < L; ++j) l[j] = M(x[j]);
+      for (i = L; i + L <= n; i += L)
+        for (int j = 0; j < L; ++j) l[j] = ext.combine(l[j], M(x[i + j]));
+      best = l[0];
+      for (int j = 1; j < L; ++j) best = ext.combine(best, l[j]);
+    }
+    for (; i < n; ++i) best = ext.combine(best, M(x[i]));
+    const bool nan = isnan_(best);
+    for (i = 0; i < n; ++i) {
+      const M v = M(x[i]);
+      if (nan ? isnan_(v) : v == best) break;
+    }
+    return {best, pos0 + i};
+  }
 
   acc_t init() const { return {M(0), -1}; }
   static bool better(M x, M v) {  // strictly better: keeps the earliest of equals
