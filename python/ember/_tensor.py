@@ -72,22 +72,14 @@ def _iter(self):
 
 
 def _reversed(self):
-    if self.dim() == 0:
-        return self
-    flip = getattr(Tensor, "flip", None)
-    if flip is not None:
-        return flip(self, 0)
-    return tuple(reversed(self.unbind(0)))
+    return self if self.dim() == 0 else self.flip(0)
 
 
 def _contains(self, element):
     if not isinstance(element, (Tensor, Number)):
         raise RuntimeError("Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
                            f"{type(element)}.")
-    mask = self == element
-    if hasattr(mask, "any"):
-        return bool(mask.any().item())
-    return _C._any_true(mask)
+    return bool((self == element).any().item())
 
 
 # ---- copying and pickling ----------------------------------------------------------------
@@ -111,7 +103,8 @@ def _deepcopy(self, memo):
 # unpickling calls only _rebuild_tensor, never arbitrary code of ours.
 def _raw_numpy(t):
     """A C-contiguous CPU NumPy array over `t`'s elements (bfloat16 as its int16 bits)."""
-    c = t.cpu() if t.device.type != "cpu" else t
+    c = t.detach() if hasattr(t, "detach") else t  # autograd state is not data
+    c = c.cpu() if c.device.type != "cpu" else c
     c = c.contiguous()
     if c.dtype == _C.bfloat16:
         c = c.view(_C.int16)

@@ -213,10 +213,10 @@ def _reject_constant(c):
 def _parse_json(text, what):
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except RecursionError:  # before RuntimeError, its base class
+        raise _bad(f"{what} is nested too deeply") from None
     except RuntimeError:
         raise
-    except RecursionError:
-        raise _bad(f"{what} is nested too deeply") from None
     except ValueError as e:
         raise _bad(f"{what} is not valid JSON ({e})") from None
 

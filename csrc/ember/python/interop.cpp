@@ -1,6 +1,5 @@
 // Bindings: DLPack 1.x exchange (Tensor.__dlpack__, __dlpack_device__,
-// ember.from_dlpack) and a few small helpers for the Python-side protocols
-// (NumPy's __array_interface__, __contains__).
+// ember.from_dlpack). NumPy's array protocols live in python/ember/_tensor.py.
 //
 // The DLPack ABI structs are written here from the specification
 // (https://dmlc.github.io/dlpack/latest/c_api.html); no header is vendored.
@@ -244,7 +243,7 @@ DType from_dl_dtype(dl::DLDataType t) {
   }
   static const char* names[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
   std::string code = t.code < 7 ? names[t.code] : "code " + std::to_string(t.code);
-  raise(ErrorKind::Type, "from_dlpack: unsupported DLPack dtype ", code, t.bits,
+  raise(ErrorKind::Type, "from_dlpack: unsupported DLPack dtype ", code, int(t.bits),
         "; ember supports bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32 and "
         "float64");
 }
@@ -396,16 +395,6 @@ Tensor from_dlpack(py::handle obj, py::object device, py::object copy) {
   return clone_after ? clone(t) : t;
 }
 
-// x in t for a one-element bool comparison result: any element true.
-bool any_true(const Tensor& mask) {
-  EMBER_CHECK(mask.dtype() == DType::Bool, "_any_true expects a bool tensor, got ", dtype_name(mask.dtype()));
-  Tensor c = contiguous(to_device(mask, Device()));
-  const bool* p = c.data<bool>();
-  for (int64_t i = 0; i < c.numel(); ++i)
-    if (p[i]) return true;
-  return false;
-}
-
 }  // namespace
 
 void init_interop(py::module_& m) {
@@ -420,7 +409,6 @@ void init_interop(py::module_& m) {
   m.def("from_dlpack", &from_dlpack, py::arg("ext_tensor"), py::kw_only(),
         py::arg("device") = py::none(), py::arg("copy") = py::none(),
         "A tensor sharing memory with a DLPack producer (an object with __dlpack__ or a capsule).");
-  m.def("_any_true", &any_true);
 }
 
 }  // namespace ember::python
