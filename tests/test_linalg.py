@@ -667,3 +667,32 @@ def test_large_k_accuracy_float32():
     out = N(T(a) @ T(b))
     want = a.astype(np.float64) @ b.astype(np.float64)
     assert np.max(np.abs(out - want)) < 1e-3 * math.sqrt(4096) * 1e-1
+
+
+@pytest.fixture
+def no_blas():
+    """Routes float32/float64 through the C++ fallback kernel, as without a BLAS."""
+    ember._C._set_blas_enabled(False)
+    try:
+        assert ember._C._blas_info()["matmul_float32"] == "fallback"
+        yield
+    finally:
+        ember._C._set_blas_enabled(True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fallback_kernel(no_blas, dtype):
+    for sa, sb in SHAPES + [((67, 300), (300, 261)), ((3, 9, 5), (5, 17)), ((1, 1), (1, 1))]:
+        a, b = arr(sa, dtype), arr(sb, dtype)
+        check(a, b, T(a) @ T(b))
+    a, b = arr((9, 12), dtype), arr((9, 7), dtype)
+    check(a.T, b, T(a).t() @ T(b))
+    check(b.T, a, T(b).t() @ T(a))
+    sn, se = strided(a, (4, 5), (24, 2))
+    check(sn, b[:5], se @ T(b[:5]))
+    inp = arr((12, 7), dtype)
+    np.testing.assert_allclose(N(ember.addmm(T(inp), T(a).t(), T(b), beta=0.5, alpha=2)),
+                               0.5 * inp + 2 * (a.T @ b), **tol(dtype, 9))
+    nan = ember.full((12, 7), float("nan"), dtype=T(inp).dtype)
+    ember.mm(T(a).t(), T(b), out=nan)
+    check(a.T, b, nan)

@@ -157,10 +157,13 @@ void init_linalg(py::module_& m) {
     d["library"] = i.library;
     d["corename"] = i.corename;
     d["threads"] = i.threads;
-    d["matmul_float32"] = i.available ? "blas" : "fallback";
+    d["enabled"] = i.enabled;
+    d["matmul_float32"] = i.enabled ? "blas" : "fallback";
     d["matmul_other_dtypes"] = "fallback";
     return d;
   });
+  // For tests and benchmarks: route float32/float64 through the C++ fallback kernel.
+  m.def("_set_blas_enabled", [](bool on) { cpu::blas::set_enabled(on); }, py::arg("enabled"));
 }
 
 }  // namespace ember::python

@@ -88,6 +88,8 @@ struct HookRegistrar {
 
 int as_int(int64_t v) { return int(v); }
 
+std::atomic<bool> g_enabled{true};  // see set_enabled
+
 // Every BLAS call goes through here: never inside a parallel_for body (the
 // BLAS has its own threads; see Note [BLAS loading]).
 const Symbols& ready() {
@@ -101,6 +103,8 @@ const Symbols& ready() {
 }  // namespace
 
 bool available() { return symbols().ok; }
+bool enabled() { return g_enabled.load(std::memory_order_relaxed) && available(); }
+void set_enabled(bool on) { g_enabled.store(on); }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -130,6 +134,7 @@ Info info() {
   Info r;
   const Symbols& s = symbols();
   r.available = s.ok;
+  r.enabled = enabled();
   if (!s.ok) {
     r.library = "none (C++ fallback kernel)";
     r.threads = get_num_threads();

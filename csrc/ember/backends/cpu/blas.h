@@ -17,6 +17,10 @@ namespace ember::cpu::blas {
 
 /// True when the BLAS library was found (resolves the symbols on first call).
 bool available();
+/// True when matmul may use the BLAS: available() and not switched off with set_enabled.
+bool enabled();
+/// Switches the BLAS path off (or back on), e.g. to test the C++ fallback on float32.
+void set_enabled(bool on);
 
 /// Largest dimension / leading dimension the BLAS's 32-bit integers can take.
 constexpr int64_t kMaxDim = 2147483647;
@@ -43,6 +47,7 @@ void gemv(bool trans, int64_t rows, int64_t cols, double alpha, const double* a,
 /// A one-line description for ember._C._blas_info(): library, core and threads.
 struct Info {
   bool available = false;
+  bool enabled = false;
   std::string library;  // "scipy-openblas32" or "none (C++ fallback kernel)"
   std::string corename;  // the kernel family OpenBLAS picked, e.g. "SkylakeX"
   int threads = 0;

@@ -58,27 +58,43 @@ inline acc_t<T> scalar_acc(Scalar s) {
   else return acc_t<T>(s.to_double());
 }
 
-// r_q[j] += a_q * b[j] for four rows at once (one load of b feeds four FMAs).
+// Register tile: 4 rows x NR columns (NR = two 256-bit vectors of the accumulator type).
+constexpr int64_t MR = 4;
+template <typename A> constexpr int64_t kNR = 64 / int64_t(sizeof(A));
+
+// tile += ap (kb x MR, packed by p) @ bp (kb x NR, packed by p); the tile lives in
+// registers for the whole k loop, which is what makes this kernel compute-bound.
 template <typename A>
-inline void rank1_rows4(A* __restrict r0, A* __restrict r1, A* __restrict r2, A* __restrict r3,
-                        const A* __restrict b, A a0, A a1, A a2, A a3, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    A bj = b[j];
-    r0[j] += a0 * bj;
-    r1[j] += a1 * bj;
-    r2[j] += a2 * bj;
-    r3[j] += a3 * bj;
+inline void micro_kernel(const A* __restrict ap, const A* __restrict bp, int64_t kb,
+                         A* __restrict acc, int64_t ldacc) {
+  constexpr int64_t NR = kNR<A>;
+  A c0[NR] = {}, c1[NR] = {}, c2[NR] = {}, c3[NR] = {};
+  for (int64_t p = 0; p < kb; ++p) {
+    const A* b = bp + p * NR;
+    const A a0 = ap[p * MR], a1 = ap[p * MR + 1], a2 = ap[p * MR + 2], a3 = ap[p * MR + 3];
+    for (int64_t q = 0; q < NR; ++q) {
+      c0[q] += a0 * b[q];
+      c1[q] += a1 * b[q];
+      c2[q] += a2 * b[q];
+      c3[q] += a3 * b[q];
+    }
+  }
+  for (int64_t q = 0; q < NR; ++q) {
+    acc[q] += c0[q];
+    acc[ldacc + q] += c1[q];
+    acc[2 * ldacc + q] += c2[q];
+    acc[3 * ldacc + q] += c3[q];
   }
 }
-template <typename A>
-inline void rank1_row(A* __restrict r, const A* __restrict b, A a, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) r[j] += a * b[j];
-}
 
+// Blocked GEMM: tasks are (batch, block of MC rows), run by parallel_for. Each task
+// packs (converting to the accumulator type, zero-padding to whole tiles) a KC x NC
+// block of B into NR-wide panels and its MC x KC block of A into MR-row panels.
 template <typename T>
 void gemm_fallback(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
                    Scalar alpha_s) {
   using A = acc_t<T>;
+  constexpr int64_t NR = kNR<A>;
   constexpr int64_t MC = 64, NC = 256, KC = 256;
   const int64_t nd = c.dim() - 2;
   const int64_t m = c.sizes()[nd], n = c.sizes()[nd + 1], k = a.sizes()[nd + 1];
@@ -96,45 +112,50 @@ void gemm_fallback(const Tensor& c, const Tensor& a, const Tensor& b, Scalar bet
   const int64_t ntasks = int64_t(oc.size()) * row_blocks;
   const int64_t work = std::max<int64_t>(1, std::min(m, MC) * n * k);
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / work);
+  auto round_up = [](int64_t v, int64_t r) { return (v + r - 1) / r * r; };
+  const int64_t nc_max = round_up(std::min(n, NC), NR), kc_max = std::min(k, KC);
+  const int64_t mc_max = round_up(std::min(m, MC), MR);
 
   parallel_for(0, ntasks, grain, [&](int64_t t0, int64_t t1) {
-    std::vector<A> acc(size_t(MC * std::min(n, NC))), bp(size_t(std::min(k, KC) * std::min(n, NC))),
-        ap(size_t(MC * std::min(k, KC)));
+    std::vector<A> acc(size_t(mc_max * nc_max)), bp(size_t(kc_max * nc_max)),
+        ap(size_t(mc_max * kc_max));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bi = t / row_blocks, i0 = (t % row_blocks) * MC, mb = std::min(MC, m - i0);
-      const T* A0 = pa + oa[size_t(bi)];
+      const int64_t mbp = round_up(mb, MR);
+      const T* A0 = pa + oa[size_t(bi)] + i0 * asr;
       const T* B0 = pb + ob[size_t(bi)];
-      T* C0 = pc + oc[size_t(bi)];
+      T* C0 = pc + oc[size_t(bi)] + i0 * csr;
       for (int64_t j0 = 0; j0 < n; j0 += NC) {
-        const int64_t nb = std::min(NC, n - j0);
-        std::fill(acc.begin(), acc.begin() + mb * nb, A(0));
+        const int64_t nb = std::min(NC, n - j0), nbp = round_up(nb, NR);
+        std::fill(acc.begin(), acc.begin() + mbp * nbp, A(0));
         for (int64_t p0 = 0; p0 < k; p0 += KC) {
           const int64_t kb = std::min(KC, k - p0);
-          for (int64_t p = 0; p < kb; ++p) {
-            const T* src = B0 + (p0 + p) * bsr + j0 * bsc;
-            A* dst = bp.data() + p * nb;
-            for (int64_t j = 0; j < nb; ++j) dst[j] = to_acc(src[j * bsc]);
-          }
-          for (int64_t i = 0; i < mb; ++i) {
-            const T* src = A0 + (i0 + i) * asr + p0 * asc;
-            A* dst = ap.data() + i * kb;
-            for (int64_t p = 0; p < kb; ++p) dst[p] = to_acc(src[p * asc]);
-          }
-          int64_t i = 0;
-          for (; i + 4 <= mb; i += 4) {
-            A* r = acc.data() + i * nb;
-            const A* ar = ap.data() + i * kb;
-            for (int64_t p = 0; p < kb; ++p)
-              rank1_rows4(r, r + nb, r + 2 * nb, r + 3 * nb, bp.data() + p * nb, ar[p],
-                          ar[kb + p], ar[2 * kb + p], ar[3 * kb + p], nb);
-          }
-          for (; i < mb; ++i)
-            for (int64_t p = 0; p < kb; ++p)
-              rank1_row(acc.data() + i * nb, bp.data() + p * nb, ap[size_t(i * kb + p)], nb);
+          for (int64_t jp = 0; jp < nbp; jp += NR)  // B panels: [jp / NR][p][q]
+            for (int64_t p = 0; p < kb; ++p) {
+              A* dst = bp.data() + jp * kb + p * NR;
+              const T* src = B0 + (p0 + p) * bsr + (j0 + jp) * bsc;
+              const int64_t w = std::min(NR, nb - jp);
+              for (int64_t q = 0; q < w; ++q) dst[q] = to_acc(src[q * bsc]);
+              for (int64_t q = w; q < NR; ++q) dst[q] = A(0);
+            }
+          for (int64_t ip = 0; ip < mbp; ip += MR)  // A panels: [ip / MR][p][r]
+            for (int64_t r = 0; r < MR; ++r) {
+              A* dst = ap.data() + ip * kb + r;
+              if (ip + r < mb) {
+                const T* src = A0 + (ip + r) * asr + p0 * asc;
+                for (int64_t p = 0; p < kb; ++p) dst[p * MR] = to_acc(src[p * asc]);
+              } else {
+                for (int64_t p = 0; p < kb; ++p) dst[p * MR] = A(0);
+              }
+            }
+          for (int64_t ip = 0; ip < mbp; ip += MR)
+            for (int64_t jp = 0; jp < nbp; jp += NR)
+              micro_kernel(ap.data() + ip * kb, bp.data() + jp * kb, kb,
+                           acc.data() + ip * nbp + jp, nbp);
         }
         for (int64_t i = 0; i < mb; ++i) {
-          T* dst = C0 + (i0 + i) * csr + j0 * csc;
-          const A* r = acc.data() + i * nb;
+          T* dst = C0 + i * csr + j0 * csc;
+          const A* r = acc.data() + i * nbp;
           if (beta_zero) {
             for (int64_t j = 0; j < nb; ++j) dst[j * csc] = from_acc<T>(A(alpha * r[j]));
           } else {
@@ -204,9 +225,9 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
 void gemm_kernel(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta,
                  Scalar alpha) {
   DType dt = c.dtype();
-  if (dt == DType::Float32 && blas::available() && blas_fits<float>(c, a, b))
+  if (dt == DType::Float32 && blas::enabled() && blas_fits<float>(c, a, b))
     return gemm_blas<float>(c, a, b, beta, alpha);
-  if (dt == DType::Float64 && blas::available() && blas_fits<double>(c, a, b))
+  if (dt == DType::Float64 && blas::enabled() && blas_fits<double>(c, a, b))
     return gemm_blas<double>(c, a, b, beta, alpha);
   dispatch_numeric(dt, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
