@@ -255,20 +255,16 @@ Tensor repeat_interleave(const Tensor& a, int64_t repeats, std::optional<int64_t
   Tensor in = dim ? a : reshape(a, Shape{a.numel()});
   int64_t d = dim ? wrap_dim(*dim, in.dim()) : 0;
   if (in.dim() == 0) in = reshape(in, Shape{1});
-  // The output seen as [..., n, repeats, ...]; the input broadcast over `repeats`.
+  // Output index j along d reads input index j / repeats (Note [Index remap]).
   Shape out_sizes = in.sizes();
   out_sizes[d] = checked_mul(in.sizes()[d], repeats, "repeat_interleave");
-  Tensor out = empty(out_sizes, in.dtype(), in.device());
-  if (out.numel() == 0) return out;
-  Shape dst_sizes = in.sizes();
-  dst_sizes.insert(size_t(d + 1), repeats);
-  Shape src_strides = in.strides();
-  src_strides.insert(size_t(d + 1), 0);
-  Shape src_sizes = in.sizes();
-  src_sizes.insert(size_t(d + 1), 1);
-  copy_(make_view(out, dst_sizes, contiguous_strides(dst_sizes), 0),
-        make_view(in, src_sizes, src_strides, in.storage_offset()));
-  return out;
+  if (checked_numel(out_sizes) == 0) return empty(out_sizes, in.dtype(), in.device());
+  RemapTables tables = identity_tables(in);
+  std::vector<int64_t>& t = tables[d];
+  int64_t st = in.strides()[d];
+  t.resize(size_t(out_sizes[d]));
+  for (int64_t j = 0; j < out_sizes[d]; ++j) t[j] = (j / repeats) * st;
+  return remap(in, out_sizes, tables);
 }
 
 Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<int64_t> dim) {

@@ -72,41 +72,74 @@ void write_row(const Tensor& values, const Tensor& indices, int64_t dim, int64_t
   }
 }
 
+template <typename K>
+bool is_nan_key(K k) {
+  if constexpr (std::is_floating_point<K>::value) return std::isnan(k);
+  else return false;
+}
+
+// Moves NaNs (in input order) to the end of buf, or to the front when
+// `nan_first`, and returns the range [lo, hi) of the numbers. Comparisons on
+// that range then need no NaN test (see Note [NaN ordering]).
+template <typename K>
+std::pair<size_t, size_t> split_nans(std::vector<std::pair<K, int64_t>>& buf, bool nan_first) {
+  using P = std::pair<K, int64_t>;
+  auto nan = [](const P& p) { return is_nan_key(p.first); };
+  if constexpr (std::is_floating_point<K>::value) {
+    if (std::any_of(buf.begin(), buf.end(), nan)) {
+      if (nan_first) {
+        auto mid = std::stable_partition(buf.begin(), buf.end(), nan);
+        return {size_t(mid - buf.begin()), buf.size()};
+      }
+      auto mid = std::stable_partition(buf.begin(), buf.end(), [&](const P& p) { return !nan(p); });
+      return {0, size_t(mid - buf.begin())};
+    }
+  }
+  return {0, buf.size()};
+}
+
 void sort_kernel(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t dim,
                  bool descending, bool stable) {
   dispatch_all(self.dtype(), "sort", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using P = std::pair<key_t<T>, int64_t>;
-    auto asc = [](const P& a, const P& b) { return nan_less(a.first, b.first); };
-    auto desc = [](const P& a, const P& b) { return nan_less(b.first, a.first); };
+    auto asc = [](const P& a, const P& b) { return a.first < b.first; };
+    auto desc = [](const P& a, const P& b) { return b.first < a.first; };
     for_each_row<T>(self, dim, [&](int64_t r, std::vector<P>& buf) {
-      if (stable) {
-        descending ? std::stable_sort(buf.begin(), buf.end(), desc)
-                   : std::stable_sort(buf.begin(), buf.end(), asc);
-      } else {
-        descending ? std::sort(buf.begin(), buf.end(), desc) : std::sort(buf.begin(), buf.end(), asc);
-      }
+      auto [lo, hi] = split_nans(buf, descending);
+      auto b = buf.begin() + lo, e = buf.begin() + hi;
+      if (stable) descending ? std::stable_sort(b, e, desc) : std::stable_sort(b, e, asc);
+      else descending ? std::sort(b, e, desc) : std::sort(b, e, asc);
       write_row<T>(values, indices, dim, r, buf, int64_t(buf.size()));
     });
   });
 }
 
+// Puts the k best elements (largest or smallest, NaN counting as largest) in
+// buf[0, k), best first; equal values go to the lower index.
+template <typename K>
+void select_k(std::vector<std::pair<K, int64_t>>& buf, int64_t k, bool largest) {
+  using P = std::pair<K, int64_t>;
+  auto [lo, hi] = split_nans(buf, largest);
+  size_t kk = std::min<size_t>(size_t(k), hi);
+  if (kk <= lo) return;  // the first k are all NaN
+  auto before = [largest](const P& a, const P& b) {
+    if (a.first != b.first) return largest ? b.first < a.first : a.first < b.first;
+    return a.second < b.second;
+  };
+  auto b = buf.begin() + lo, e = buf.begin() + hi, kth = buf.begin() + kk;
+  if (kth < e) std::nth_element(b, kth - 1, e, before);
+  std::sort(b, kth, before);
+}
+
 void topk_kernel(const Tensor& values, const Tensor& indices, const Tensor& self, int64_t k,
                  int64_t dim, bool largest, bool sorted) {
-  (void)sorted;
+  (void)sorted;  // sorted=False allows any order; sorting k elements is cheap
   dispatch_numeric(self.dtype(), "topk", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using P = std::pair<key_t<T>, int64_t>;
-    // Ties go to the lower index, so results do not depend on the selection algorithm.
-    auto before = [largest](const P& a, const P& b) {
-      if (nan_less(a.first, b.first)) return !largest;
-      if (nan_less(b.first, a.first)) return largest;
-      return a.second < b.second;
-    };
     for_each_row<T>(self, dim, [&](int64_t r, std::vector<P>& buf) {
-      auto kth = buf.begin() + k;
-      if (k < int64_t(buf.size())) std::nth_element(buf.begin(), kth - 1, buf.end(), before);
-      std::sort(buf.begin(), kth, before);  // sorted=False allows any order; k log k is cheap
+      select_k(buf, k, largest);
       write_row<T>(values, indices, dim, r, buf, k);
     });
   });
@@ -117,13 +150,8 @@ void kthvalue_kernel(const Tensor& values, const Tensor& indices, const Tensor& 
   dispatch_numeric(self.dtype(), "kthvalue", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using P = std::pair<key_t<T>, int64_t>;
-    auto before = [](const P& a, const P& b) {
-      if (nan_less(a.first, b.first)) return true;
-      if (nan_less(b.first, a.first)) return false;
-      return a.second < b.second;
-    };
     for_each_row<T>(self, dim, [&](int64_t r, std::vector<P>& buf) {
-      std::nth_element(buf.begin(), buf.begin() + (k - 1), buf.end(), before);
+      select_k(buf, k, /*largest=*/false);
       std::swap(buf[0], buf[k - 1]);
       write_row<T>(values, indices, dim, r, buf, 1);
     });
@@ -156,13 +184,16 @@ void unique_rows_kernel(const Tensor& rows, bool consecutive, std::vector<int64_
     const T* p = rows.data<T>();
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), int64_t(0));
-    if (m == 1) {  // elements: sort plain keys
-      std::vector<K> keys(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) keys[i] = K(p[i]);
-      if (!consecutive)
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int64_t a, int64_t b) { return nan_less(keys[a], keys[b]); });
-      group_rows(order, [&](int64_t a, int64_t b) { return keys[a] == keys[b]; }, first, inverse,
+    if (m == 1) {  // elements: sort (key, index) pairs, NaNs last
+      std::vector<std::pair<K, int64_t>> buf(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) buf[i] = {K(p[i]), i};
+      if (!consecutive) {
+        size_t hi = split_nans(buf, false).second;
+        std::sort(buf.begin(), buf.begin() + hi,
+                  [](const auto& a, const auto& b) { return a.first < b.first; });
+      }
+      for (int64_t i = 0; i < n; ++i) order[i] = buf[i].second;
+      group_rows(order, [&](int64_t a, int64_t b) { return K(p[a]) == K(p[b]); }, first, inverse,
                  counts);
       return;
     }
