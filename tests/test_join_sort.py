@@ -536,3 +536,15 @@ def test_bucketize(rng):
     with pytest.raises(RuntimeError, match=r"boundaries tensor must be 1 dimension, but got dim\(2\)"):
         ember.bucketize(E(x), ember.zeros(2, 2))
 
+
+
+def test_large_inputs_take_the_parallel_paths(rng):
+    # rows longer than the merged-table limit: several outer dims split across threads
+    a, ta = make((5, 6, 70000), "int8", rng)
+    check(ta.flip(0, 2), a[::-1, :, ::-1])
+    check(ta.roll((2, -3, 1000), (0, 1, 2)), np.roll(a, (2, -3, 1000), (0, 1, 2)))
+    check(ta.transpose(0, 1).repeat_interleave(E(np.arange(5)), dim=1),
+          np.repeat(a.transpose(1, 0, 2), np.arange(5), 1))
+    b, tb = make((300, 500), "float32", rng)
+    check(tb.t().sort(1, descending=True).values, -np.sort(-b.T, 1))
+    check(tb.topk(7, dim=0).values, -np.sort(-b, 0)[:7])
