@@ -349,8 +349,8 @@ Tensor logsumexp(const Tensor& a, const OptDims& dims, bool keepdim) {
   // (all -inf gives -inf, any +inf gives +inf, NaN stays NaN).
   Tensor m = amax(x, dims, true);
   Tensor shift = where(unary(UnaryOp::isfinite, m), m, scalar_tensor(Scalar(0.0), x.dtype(), x.device()));
-  Tensor s = sum(unary(UnaryOp::exp, sub(x, shift)), dims, true);
-  Tensor r = add(unary(UnaryOp::log, s), shift);
+  Tensor s = sum(unary(UnaryOp::exp, binary(BinaryOp::sub, x, shift)), dims, true);
+  Tensor r = binary(BinaryOp::add, unary(UnaryOp::log, s), shift);
   return reshape(r, p.out_shape);
 }
 

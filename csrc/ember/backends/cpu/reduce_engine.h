@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <tuple>
@@ -156,6 +157,7 @@ template <typename T, typename Op>
 typename Op::acc_t reduce_range(const Op& op, const ReduceGeom& g, const T* base, int64_t b,
                                 int64_t e) {
   using A = typename Op::acc_t;
+  if (g.rsize.size() == 1) return reduce_row<T>(op, base + b * g.rin[0], e - b, g.rin[0], b);
   const int64_t n = g.rsize.back(), st = g.rin.back();
   const size_t outer = g.rsize.size() - 1;
   Walker w(Shape(g.rsize.begin(), g.rsize.begin() + outer),
@@ -274,6 +276,47 @@ void run_reduce(const Tensor& in, const Tensor& out, const Shape& mask, const Op
     for (int64_t c = 1; c < nchunks; ++c) acc = op.combine(acc, part[c]);
     op.store(acc, kw.off1);
   }
+}
+
+/// True for the types simd_extreme handles (GCC/Clang vector extensions).
+template <typename T>
+constexpr bool kSimdExtreme = std::is_arithmetic<T>::value && !std::is_same<T, bool>::value;
+
+/// max (or min) of x[0, n), n >= 1; NaN if any element is NaN. Compilers do not
+/// vectorize a NaN-propagating max on their own, so this spells out the SIMD.
+template <typename T, bool Max>
+T simd_extreme(const T* x, int64_t n) {
+  typedef T V __attribute__((vector_size(32)));
+  constexpr int W = int(32 / sizeof(T));
+  auto pick = [](auto a, auto b) { return Max ? (b > a ? b : a) : (b < a ? b : a); };
+  int64_t i = 0;
+  T r = x[0];
+  bool any_nan = false;
+  if (n >= 4 * W) {
+    V m[4];
+    std::memcpy(m, x, sizeof(m));
+    auto nan = m[0] != m[0];
+    for (int k = 1; k < 4; ++k) nan |= m[k] != m[k];
+    for (i = 4 * W; i + 4 * W <= n; i += 4 * W) {
+      V b[4];
+      std::memcpy(b, x + i, sizeof(b));
+      for (int k = 0; k < 4; ++k) {
+        m[k] = Max ? (b[k] > m[k] ? b[k] : m[k]) : (b[k] < m[k] ? b[k] : m[k]);
+        nan |= b[k] != b[k];
+      }
+    }
+    r = m[0][0];
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < W; ++j) r = pick(r, T(m[k][j]));
+    for (int j = 0; j < W; ++j) any_nan |= nan[j] != 0;
+  }
+  for (; i < n; ++i) {
+    r = pick(r, x[i]);
+    any_nan |= x[i] != x[i];
+  }
+  if constexpr (std::is_floating_point<T>::value)
+    if (any_nan) return std::numeric_limits<T>::quiet_NaN();
+  return r;
 }
 
 /// Widens a stored value to its compute type (float for the 16-bit floats).

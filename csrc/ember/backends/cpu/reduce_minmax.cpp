@@ -28,6 +28,15 @@ struct ExtremeOp {
   }
   acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(x)); }
   void store(const acc_t& a, int64_t off) const { out[off] = T(a); }
+
+  static constexpr bool kHasRow = true;
+  acc_t row(const T* x, int64_t n, int64_t) const {
+    if constexpr (kSimdExtreme<T>)
+      if (n > 0) return simd_extreme<T, Max>(x, n);
+    acc_t a = init();
+    for (int64_t i = 0; i < n; ++i) a = combine(a, acc_t(x[i]));
+    return a;
+  }
 };
 
 // max/min with the index of the first extreme (the first NaN, if any).
@@ -43,24 +52,23 @@ struct IndexedOp {
   T* out;          // may be null (argmax)
   int64_t* index;
 
-  // A contiguous row: find the extreme with vectorized lanes, then its first position.
+  // A contiguous row: the extreme by SIMD, then the block holding its first position.
   acc_t row(const T* x, int64_t n, int64_t pos0) const {
     if (n == 0) return init();
-    constexpr int L = 16;
     const ExtremeOp<T, Max> ext{nullptr};
-    M best = M(x[0]);
-    int64_t i = 0;
-    if (n >= L) {
-      M l[L];
-      for (int j = 0; j < L; ++j) l[j] = M(x[j]);
-      for (i = L; i + L <= n; i += L)
-        for (int j = 0; j < L; ++j) l[j] = ext.combine(l[j], M(x[i + j]));
-      best = l[0];
-      for (int j = 1; j < L; ++j) best = ext.combine(best, l[j]);
-    }
-    for (; i < n; ++i) best = ext.combine(best, M(x[i]));
+    const M best = ext.row(x, n, 0);
     const bool nan = isnan_(best);
-    for (i = 0; i < n; ++i) {
+    constexpr int64_t B = 64;
+    int64_t i = 0;
+    for (; i + B <= n; i += B) {  // vectorized test of a whole block
+      int hit = 0;
+      for (int64_t j = 0; j < B; ++j) {
+        const M v = M(x[i + j]);
+        hit |= nan ? int(isnan_(v)) : int(v == best);
+      }
+      if (hit) break;
+    }
+    for (; i < n; ++i) {
       const M v = M(x[i]);
       if (nan ? isnan_(v) : v == best) break;
     }
@@ -122,6 +130,35 @@ struct LogicalOp {
   }
   acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(up(x) != opmath_t<T>(0))); }
   void store(const acc_t& a, int64_t off) const { out[off] = O(a); }
+
+  // Contiguous rows: integer and/or/add reductions the compiler vectorizes; all/any
+  // stop at the first deciding block.
+  static constexpr bool kHasRow = true;
+  acc_t row(const T* x, int64_t n, int64_t) const {
+    using M = opmath_t<T>;
+    if constexpr (Kind == int(LogicalKind::CountNonzero)) {
+      int64_t c = 0;
+      for (int64_t i = 0; i < n; i += 4096) {  // narrow counters vectorize wider
+        const int64_t e = std::min(n, i + 4096);
+        uint32_t c32 = 0;
+        for (int64_t j = i; j < e; ++j) c32 += uint32_t(up(x[j]) != M(0));
+        c += c32;
+      }
+      return c;
+    } else {
+      constexpr int64_t B = 1024;
+      for (int64_t i = 0; i < n; i += B) {
+        const int64_t e = std::min(n, i + B);
+        int r = Kind == int(LogicalKind::All) ? 1 : 0;
+        for (int64_t j = i; j < e; ++j) {
+          if constexpr (Kind == int(LogicalKind::All)) r &= int(up(x[j]) != M(0));
+          else r |= int(up(x[j]) != M(0));
+        }
+        if (Kind == int(LogicalKind::All) ? !r : r) return Kind != int(LogicalKind::All);
+      }
+      return Kind == int(LogicalKind::All);
+    }
+  }
 };
 
 template <typename O, int Kind>
