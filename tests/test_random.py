@@ -20,6 +20,12 @@ def _seed():
     yield
 
 
+def test_philox_known_answer():
+    # Random123's known-answer vector for philox4x32-10 (counter 0, key 0).
+    assert ember._C._philox_block(0, 0) == (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)
+    assert ember._C._philox_block(0, 1) != ember._C._philox_block(0, 0)
+
+
 # ---- generator state ------------------------------------------------------------------
 
 def test_manual_seed_reproduces_and_different_seeds_differ():

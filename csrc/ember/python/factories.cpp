@@ -263,17 +263,16 @@ struct Storer {
   }
 };
 
-}  // namespace
-
 /// ember.tensor(data, dtype=None, device=None): always copies.
 Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, std::optional<Device> device,
-                        const char* op) {
+                        const char* /*op*/) {
   Tensor* t;
   if (as_tensor(data, t)) {
-    PyErr_WarnEx(PyExc_UserWarning,
-                 "To copy construct from a tensor, it is recommended to use "
-                 "sourceTensor.clone().detach() rather than ember.tensor(sourceTensor).",
-                 1);
+    if (PyErr_WarnEx(PyExc_UserWarning,
+                     "To copy construct from a tensor, it is recommended to use "
+                     "sourceTensor.clone().detach() rather than ember.tensor(sourceTensor).",
+                     1) < 0)
+      throw py::error_already_set();
     Tensor r = to_dtype(*t, dtype.value_or(t->dtype()), true);
     if (device) r = to_device(r, *device);
     return r;
@@ -293,19 +292,11 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, std::option
     dt = w.saw_any ? w.dtype : default_dtype();
   }
   Tensor out = empty(w.sizes, dt, Device());
-  if (out.numel() || w.sizes.empty()) {
-    Storer s{w.sizes, dt, element_size(dt)};
-    s.store(data, 0, out.data_ptr());
-  } else {
-    // No elements, but the nesting still has to be regular: walk it for the checks.
-    Storer s{w.sizes, dt, element_size(dt)};
-    s.store(data, 0, out.data_ptr());
-  }
-  (void)op;
+  // Walked even when there are no elements: the nesting still has to be regular.
+  Storer s{w.sizes, dt, element_size(dt)};
+  s.store(data, 0, out.data_ptr());
   return device && !device->is_cpu() ? to_device(out, *device) : out;
 }
-
-namespace {
 
 // as_tensor: no copy when data already is a tensor/ndarray of the asked dtype and device.
 Tensor as_tensor_impl(py::handle data, std::optional<DType> dtype, std::optional<Device> device) {
@@ -602,11 +593,13 @@ void init_factories(py::module_& m) {
     return finish_factory(arange(start, end, step, dt, dev), rg);
   });
   m.def("range", [](py::args args, py::kwargs kwargs) {
-    PyErr_WarnEx(PyExc_UserWarning,
-                 "ember.range is deprecated and will be removed in a future release because its "
-                 "behavior is inconsistent with Python's range builtin. Instead, use ember.arange, "
-                 "which produces values in [start, end).",
-                 1);
+    if (PyErr_WarnEx(
+            PyExc_UserWarning,
+            "ember.range is deprecated and will be removed in a future release because its "
+            "behavior is inconsistent with Python's range builtin. Instead, use ember.arange, "
+            "which produces values in [start, end).",
+            1) < 0)
+      throw py::error_already_set();
     FactoryKwargs kw("range", kwargs);
     Scalar start, end, step;
     range_args("range", args, kw, start, end, step);

@@ -114,6 +114,11 @@ void init_random(py::module_& m) {
           py::arg("new_state"))
       .def("get_offset", &GeneratorImpl::offset);
   m.attr("default_generator") = py::cast(default_generator());
+  // The raw engine, for known-answer tests: the 4 words of block `counter` for key `seed`.
+  m.def("_philox_block", [](uint64_t seed, uint64_t counter) {
+    philox::Block b = philox::block(seed, counter);
+    return py::make_tuple(b.w[0], b.w[1], b.w[2], b.w[3]);
+  });
 
   m.def(
       "manual_seed",

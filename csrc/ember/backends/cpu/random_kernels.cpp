@@ -87,11 +87,13 @@ void normal_kernel(const Tensor& out, const RandomArgs& a) {
     if constexpr (!std::is_same<T, double>::value) {
       fill_blocks<T, 4>(out, a, [&](const philox::Block& k, T* v) {
         for (int p = 0; p < 2; ++p) {
-          double u1 = 1.0 - double(philox::to_unit_float(k.w[2 * p]));
-          double u2 = double(philox::to_unit_float(k.w[2 * p + 1]));
-          double r = std::sqrt(-2.0 * std::log(u1));
-          v[2 * p] = T(float(mean + sd * r * std::cos(kTwoPi * u2)));
-          v[2 * p + 1] = T(float(mean + sd * r * std::sin(kTwoPi * u2)));
+          // Single precision is plenty for a float (or narrower) result.
+          float u1 = 1.0f - philox::to_unit_float(k.w[2 * p]);
+          float u2 = philox::to_unit_float(k.w[2 * p + 1]);
+          float r = std::sqrt(-2.0f * std::log(u1));
+          float th = float(kTwoPi) * u2;
+          v[2 * p] = T(float(mean + sd * double(r * std::cos(th))));
+          v[2 * p + 1] = T(float(mean + sd * double(r * std::sin(th))));
         }
       });
     }
