@@ -16,12 +16,15 @@ _C._set_size_class(Size)
 # Aliases PyTorch has for the dtypes.
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
-uint8 = uint8
-cfloat = None  # complex dtypes are not supported
 
 from ._ops import *  # noqa: E402,F401,F403
 from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, ...)
 from ._storage import strided, layout  # noqa: E402,F401  (Tensor.storage(), .layout)
 from . import cuda, version  # noqa: E402,F401
+from . import autograd  # noqa: E402,F401
+from .autograd.grad_mode import (  # noqa: E402,F401
+    no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled,
+)
 
 __version__ = "0.1.0"

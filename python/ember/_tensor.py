@@ -194,28 +194,6 @@ Tensor.__array_interface__ = property(_array_interface)
 Tensor.__array_priority__ = 1000
 
 
-def _ndarray_aware_reflected(name):
-    cpp = getattr(Tensor, name)
-
-    def op(self, other):
-        # ndarray (op) tensor lands here because of __array_priority__: treat the array
-        # as a tensor, as PyTorch does. Other operands go straight to C++.
-        if type(other) is np.ndarray:
-            other = _C.from_numpy(other) if other.flags.writeable and all(
-                s >= 0 for s in other.strides) else _C.from_numpy(np.array(other))
-        return cpp(self, other)
-
-    op.__name__ = name
-    op.__doc__ = getattr(cpp, "__doc__", None)
-    return op
-
-
-for _name in ("__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rfloordiv__", "__rmod__",
-              "__rpow__", "__rand__", "__ror__", "__rxor__", "__rmatmul__"):
-    if hasattr(Tensor, _name):
-        setattr(Tensor, _name, _ndarray_aware_reflected(_name))
-
-
 # Module-level names of this area, attached to the ember package (its __init__
 # imports this module after _ops, so these take precedence).
 def _export():

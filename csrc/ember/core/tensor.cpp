@@ -2,7 +2,11 @@
 
 #include <sstream>
 
+#include "ember/autograd/grad_mode.h"
+
 namespace ember {
+
+void (*inplace_write_hook)(VersionCounter& v, const char* op) = nullptr;
 
 const char* dtype_name(DType t) {
   switch (t) {
@@ -112,7 +116,7 @@ int64_t checked_numel(const Shape& sizes) {
 int64_t wrap_dim(int64_t d, int64_t ndim, bool scalar_ok) {
   int64_t n = ndim;
   if (n == 0 && scalar_ok) n = 1;
-  EMBER_CHECK_INDEX(n > 0, "dimension specified as ", d, " but tensor has no dimensions");
+  EMBER_CHECK_INDEX(n > 0, "Dimension specified as ", d, " but tensor has no dimensions");
   EMBER_CHECK_INDEX(d >= -n && d < n, "Dimension out of range (expected to be in range of [", -n,
                     ", ", n - 1, "], but got ", d, ")");
   return d < 0 ? d + n : d;
@@ -130,6 +134,7 @@ int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), false)
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), false)]; }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;
   int64_t expected = 1;
   const Shape& sz = sizes();
   const Shape& st = strides();
@@ -150,13 +155,14 @@ Storage make_storage(size_t nbytes, Device device) {
 static std::shared_ptr<TensorImpl> new_impl(Storage st, DType dtype, Shape sizes, Shape strides,
                                             int64_t offset, int64_t numel) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->version = std::shared_ptr<uint32_t>(st, &st->version);
+  impl->version = std::shared_ptr<VersionCounter>(st, &st->version);
   impl->storage = std::move(st);
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);
   impl->offset = offset;
   impl->numel = numel;
   impl->dtype = dtype;
+  impl->inference = autograd::inference_mode();
   return impl;
 }
 

@@ -13,13 +13,28 @@
 
 namespace ember {
 
+/// The version counter of Note [Version counter].
+struct VersionCounter {
+  uint32_t value = 0;
+  bool watched = false;          // an autograd node saved a tensor on this counter
+  const char* last_op = nullptr;  // the last in-place op, recorded while watched
+  std::string last_where;        // its Python source location, recorded while watched
+  VersionCounter& operator=(uint32_t v) {
+    value = v;
+    return *this;
+  }
+  operator uint32_t() const { return value; }
+};
+/// Called on an in-place write to a watched counter (autograd sets it).
+extern void (*inplace_write_hook)(VersionCounter& v, const char* op);
+
 /// A block of memory on one device, shared by every view of it.
 struct StorageImpl {
   DataPtr data;
   size_t nbytes = 0;
   Device device;
   /// Version counter shared by all views of this storage (see Note [Version counter]).
-  uint32_t version = 0;
+  VersionCounter version;
 
   StorageImpl(DataPtr d, size_t n, Device dev) : data(d), nbytes(n), device(dev) {}
   StorageImpl(const StorageImpl&) = delete;
@@ -51,7 +66,8 @@ struct TensorImpl {
   DType dtype = DType::Float32;
   bool requires_grad = false;  // leaf flag; autograd refines it
   bool wrapped_number = false;  // a Python scalar turned tensor: weaker in type promotion
-  std::shared_ptr<uint32_t> version;
+  bool inference = false;       // made under inference_mode: can never require grad
+  std::shared_ptr<VersionCounter> version;
   std::shared_ptr<AutogradMeta> autograd;
 
   Device device() const { return storage->device; }
@@ -85,8 +101,13 @@ class Tensor {
   bool is_contiguous() const;
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
-  uint32_t version() const { return *impl_->version; }
-  void bump_version() const { ++*impl_->version; }
+  uint32_t version() const { return impl_->version->value; }
+  /// Records an in-place write; `op` names it in autograd's error messages.
+  void bump_version(const char* op = nullptr) const {
+    VersionCounter& v = *impl_->version;
+    ++v.value;
+    if (v.watched && inplace_write_hook) inplace_write_hook(v, op);
+  }
 
  private:
   std::shared_ptr<TensorImpl> impl_;

@@ -1,6 +1,7 @@
 // Front-ends of the elementwise ops in ops.def, plus copy, fill and where.
 #include <cstring>
 
+#include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
 
 namespace ember {
@@ -200,12 +201,58 @@ static Tensor run_unary(UnaryOp op, const Tensor& a, const Tensor* out_opt) {
   return out;
 }
 
-Tensor unary(UnaryOp op, const Tensor& a) { return run_unary(op, a, nullptr); }
+// Note [In-place ops under autograd]
+// When an in-place op must record history, it runs as its out-of-place twin
+// (on a recorded clone of self when the formula reads self's old value), the
+// result is written back into self, and self's history is rebased onto the
+// twin's node (CopySlices for views, see autograd/node.cpp). Without autograd
+// the op runs in place directly.
+template <typename F>
+static const Tensor& inplace_with_grad(const Tensor& self, const char* name, bool needs_self,
+                                       F&& out_of_place) {
+  autograd::check_inplace(self, name);
+  Tensor src = needs_self ? clone(self) : self;
+  Tensor r = out_of_place(src);
+  {
+    autograd::GradModeGuard no_grad(false);
+    EMBER_CHECK(!(is_floating(r.dtype()) && !is_floating(self.dtype())), "result type ",
+                dtype_name(r.dtype()), " can't be cast to the desired output type ",
+                dtype_name(self.dtype()));
+    EMBER_CHECK(r.sizes() == self.sizes(), name, ": output with shape ", shape_str(self.sizes()),
+                " doesn't match the broadcast shape ", shape_str(r.sizes()));
+    copy_(self, r);
+  }
+  if (auto fn = autograd::grad_fn(r)) autograd::rebase_history(self, fn);
+  return self;
+}
+
+static bool inplace_records(const Tensor& self, const Tensor* other) {
+  return autograd::grad_enabled() &&
+         (autograd::requires_grad(self) || (other && autograd::requires_grad(*other)));
+}
+
+Tensor unary(UnaryOp op, const Tensor& a) {
+  autograd::RecordScope scope({&a});
+  Tensor out = run_unary(op, a, nullptr);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_unary(op, a, out);
+  }
+  return out;
+}
 Tensor& unary_out(UnaryOp op, const Tensor& a, const Tensor& out) {
+  if (!out.is_same(a)) autograd::check_out_not_differentiable(op_name(op), {&a, &out});
   run_unary(op, a, &out);
   return const_cast<Tensor&>(out);
 }
-Tensor& unary_(UnaryOp op, const Tensor& a) { return unary_out(op, a, a); }
+Tensor& unary_(UnaryOp op, const Tensor& a) {
+  if (inplace_records(a, nullptr)) {
+    inplace_with_grad(a, op_name(op), autograd::unary_needs_input(op),
+                      [op](const Tensor& s) { return unary(op, s); });
+    return const_cast<Tensor&>(a);
+  }
+  return unary_out(op, a, a);
+}
 
 // ---- binary ---------------------------------------------------------------------------
 
@@ -289,12 +336,28 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   return out;
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) { return run_binary(op, a, b, nullptr); }
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  autograd::RecordScope scope({&a, &b});
+  Tensor out = run_binary(op, a, b, nullptr);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_binary(op, a, b, out);
+  }
+  return out;
+}
 Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  if (!out.is_same(a)) autograd::check_out_not_differentiable(op_name(op), {&a, &b, &out});
   run_binary(op, a, b, &out);
   return const_cast<Tensor&>(out);
 }
-Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b) { return binary_out(op, a, b, a); }
+Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b) {
+  if (inplace_records(a, &b)) {
+    inplace_with_grad(a, op_name(op), autograd::binary_needs_self(op),
+                      [op, &b](const Tensor& s) { return binary(op, s, b); });
+    return const_cast<Tensor&>(a);
+  }
+  return binary_out(op, a, b, a);
+}
 
 static bool is_one(Scalar s) { return s.to_double() == 1.0; }
 
@@ -322,18 +385,50 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor cc = cond.dtype() == DType::Bool ? cond : to_dtype(cond, DType::Bool);
   Shape shape = broadcast_shapes(broadcast_shapes(cc.sizes(), ca.sizes()), cb.sizes());
   Tensor out = empty(shape, dt, dev);
-  TensorIterator it({out, cc, to_device(ca, dev), to_device(cb, dev)}, 1, shape);
-  where_stub.get(dev)(it);
+  {
+    autograd::GradModeGuard no_grad(false);
+    TensorIterator it({out, cc, to_device(ca, dev), to_device(cb, dev)}, 1, shape);
+    where_stub.get(dev)(it);
+  }
+  if (autograd::compute_requires_grad({&a, &b})) autograd::record_where(cc, a, b, out);
   return out;
 }
 
 Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
   EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
   EMBER_CHECK(a.dtype() != DType::Bool, "\"clamp\" not implemented for 'bool'");
+  autograd::RecordScope scope({&a, min ? &*min : nullptr, max ? &*max : nullptr});
   Tensor r = a;
   if (min) r = binary(BinaryOp::maximum, r, *min);
   if (max) r = binary(BinaryOp::minimum, r, *max);
   if (r.is_same(a)) r = clone(a);
+  if (scope.rec && is_floating(r.dtype())) {
+    scope.done();
+    // d/dx clamp(x, lo, hi) = 1 where lo <= x <= hi (inclusive), as PyTorch; the
+    // bounds get the gradient where they clamp.
+    auto node = autograd::record(
+        (min && !min->impl()->wrapped_number) || (max && !max->impl()->wrapped_number) ? "ClampBackward0" : "ClampBackward1",
+        {&a, min ? &*min : nullptr, max ? &*max : nullptr}, r,
+        [](autograd::LambdaNode& n, autograd::variable_list&& gs) -> autograd::variable_list {
+          Tensor g = gs[0], x = n.unpack(0), lo = n.unpack(1), hi = n.unpack(2);
+          Tensor keep = full(Shape{}, Scalar(true), DType::Bool, g.device());
+          if (lo.defined()) keep = binary(BinaryOp::logical_and, keep, binary(BinaryOp::ge, x, lo));
+          if (hi.defined()) keep = binary(BinaryOp::logical_and, keep, binary(BinaryOp::le, x, hi));
+          Tensor z = zeros(Shape{}, g.dtype(), g.device());
+          Tensor gx = autograd::cast_grad(autograd::sum_to_size(where(keep, g, z), n.shape_a), n.dtype_a);
+          Tensor glo, ghi;
+          if (lo.defined() && n.should_compute_output(1))
+            glo = autograd::sum_to_size(where(binary(BinaryOp::lt, x, lo), g, z), lo.sizes());
+          if (hi.defined() && n.should_compute_output(2))
+            ghi = autograd::sum_to_size(where(binary(BinaryOp::gt, x, hi), g, z), hi.sizes());
+          return {gx, glo, ghi};
+        });
+    node->saved.emplace_back(a, false);
+    node->saved.emplace_back(min ? *min : Tensor(), false);
+    node->saved.emplace_back(max ? *max : Tensor(), false);
+    node->shape_a = a.sizes();
+    node->dtype_a = a.dtype();
+  }
   return r;
 }
 
@@ -387,7 +482,22 @@ Tensor round_decimals(const Tensor& a, int64_t decimals) {
 
 // ---- copy / convert -------------------------------------------------------------------
 
+static const Tensor& copy_impl(const Tensor& dst, const Tensor& src);
+
 const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+  if (autograd::grad_enabled() && (autograd::requires_grad(src) || autograd::requires_grad(dst))) {
+    autograd::check_inplace(dst, "copy_");
+    {
+      autograd::GradModeGuard no_grad(false);
+      copy_impl(dst, src);
+    }
+    autograd::record_copy(dst, src);
+    return dst;
+  }
+  return copy_impl(dst, src);
+}
+
+static const Tensor& copy_impl(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0 && src.numel() == 0) return dst;
   Tensor s = expand_to(src, dst.sizes(), "copy_");
   check_no_internal_overlap(dst, "copy_");
@@ -404,15 +514,17 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src) {
   }
   TensorIterator it({dst, s}, 1, dst.sizes());
   copy_stub.get(dev)(it);
-  dst.bump_version();
+  dst.bump_version("copy_");
   return dst;
 }
 
 Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
   if (a.dtype() == dtype && !copy) return a;
   Tensor out = empty(a.sizes(), dtype, a.device());
-  if (a.numel()) copy_(out, a);
+  if (a.numel()) copy_impl(out, a);
   out.impl()->wrapped_number = a.impl()->wrapped_number;
+  *out.impl()->version = 0;
+  if (autograd::compute_requires_grad({&a})) autograd::record_to_copy(a, out);
   return out;
 }
 
@@ -421,7 +533,9 @@ Tensor to_device(const Tensor& a, Device device, bool copy) {
   Device ad = a.device();
   if (ad.type == device.type && (ad.index == device.index || device.index < 0) && !copy) return a;
   Tensor out = empty(a.sizes(), a.dtype(), device);
-  if (a.numel()) copy_(out, a);
+  if (a.numel()) copy_impl(out, a);
+  *out.impl()->version = 0;
+  if (autograd::compute_requires_grad({&a})) autograd::record_to_copy(a, out);
   return out;
 }
 
@@ -432,17 +546,24 @@ Tensor contiguous(const Tensor& a) {
 
 Tensor clone(const Tensor& a) {
   Tensor out = empty(a.sizes(), a.dtype(), a.device());
-  if (a.numel()) copy_(out, a);
+  if (a.numel()) copy_impl(out, a);
+  *out.impl()->version = 0;
+  if (autograd::compute_requires_grad({&a})) autograd::record_clone(a, out);
   return out;
 }
 
 const Tensor& fill_(const Tensor& a, Scalar v) {
+  if (autograd::grad_enabled() && autograd::requires_grad(a)) {
+    autograd::check_inplace(a, "fill_");
+    Tensor filled = full(Shape{}, v, a.dtype(), a.device());
+    return copy_(a, filled);  // records CopyBackwards: no gradient reaches a's old value
+  }
   check_no_internal_overlap(a, "fill_");
   if (a.numel()) {
     TensorIterator it({a}, 1, a.sizes());
     fill_stub.get(a.device())(it, v);
   }
-  a.bump_version();
+  a.bump_version("fill_");
   return a;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
 
 namespace ember {
@@ -73,31 +74,41 @@ Tensor view(const Tensor& a, const Shape& shape) {
                   "dimension spans across two contiguous subspaces): input ",
               shape_str(a.sizes()), " with strides ", shape_str(a.strides()), ", view ",
               shape_str(s), ". Use .reshape(...) instead.");
-  return make_view(a, s, *st, a.storage_offset());
+  Tensor out = make_view(a, s, *st, a.storage_offset());
+  Shape in_sizes = a.sizes();
+  autograd::record_view("ViewBackward0", a, out, [in_sizes](const Tensor& g) { return reshape(g, in_sizes); });
+  return out;
 }
 
 Tensor reshape(const Tensor& a, const Shape& shape) {
   Shape s = infer_size(shape, a.numel());
-  auto st = view_strides(a.sizes(), a.strides(), s);
-  if (st) return make_view(a, s, *st, a.storage_offset());
-  Tensor c = clone(a);
-  return make_view(c, s, contiguous_strides(s), 0);
+  if (view_strides(a.sizes(), a.strides(), s)) return view(a, s);
+  return view(clone(a), s);
 }
 
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
   int64_t n = a.dim();
   d0 = wrap_dim(d0, n);
   d1 = wrap_dim(d1, n);
-  if (n == 0 || d0 == d1) return make_view(a, a.sizes(), a.strides(), a.storage_offset());
   Shape sz = a.sizes(), st = a.strides();
-  std::swap(sz[d0], sz[d1]);
-  std::swap(st[d0], st[d1]);
-  return make_view(a, sz, st, a.storage_offset());
+  if (n > 0) {
+    std::swap(sz[d0], sz[d1]);
+    std::swap(st[d0], st[d1]);
+  }
+  Tensor out = make_view(a, sz, st, a.storage_offset());
+  autograd::record_view("TransposeBackward0", a, out, [d0, d1](const Tensor& g) { return transpose(g, d0, d1); });
+  return out;
 }
 
 Tensor t(const Tensor& a) {
   EMBER_CHECK(a.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", a.dim(), "D");
-  return a.dim() < 2 ? transpose(a, 0, 0) : transpose(a, 0, 1);
+  Tensor out;
+  {
+    autograd::GradModeGuard no_grad(false);
+    out = a.dim() < 2 ? transpose(a, 0, 0) : transpose(a, 0, 1);
+  }
+  autograd::record_view("TBackward0", a, out, [](const Tensor& g) { return t(g); });
+  return out;
 }
 
 Tensor permute(const Tensor& a, const Shape& dims) {
@@ -114,7 +125,19 @@ Tensor permute(const Tensor& a, const Shape& dims) {
     sz[i] = a.sizes()[d];
     st[i] = a.strides()[d];
   }
-  return make_view(a, sz, st, a.storage_offset());
+  Tensor out = make_view(a, sz, st, a.storage_offset());
+  Shape inv(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) inv[wrap_dim(dims[i], n)] = i;
+  autograd::record_view("PermuteBackward0", a, out, [inv](const Tensor& g) { return permute(g, inv); });
+  return out;
+}
+
+// Views that only add or drop size-1 dims: the gradient is a reshape back.
+static Tensor reshape_view(const char* name, const Tensor& a, const Shape& sz, const Shape& st) {
+  Tensor out = make_view(a, sz, st, a.storage_offset());
+  Shape in_sizes = a.sizes();
+  autograd::record_view(name, a, out, [in_sizes](const Tensor& g) { return reshape(g, in_sizes); });
+  return out;
 }
 
 Tensor squeeze(const Tensor& a) {
@@ -124,7 +147,7 @@ Tensor squeeze(const Tensor& a) {
       sz.push_back(a.sizes()[i]);
       st.push_back(a.strides()[i]);
     }
-  return make_view(a, sz, st, a.storage_offset());
+  return reshape_view("SqueezeBackward0", a, sz, st);
 }
 
 Tensor squeeze(const Tensor& a, const Shape& dims) {
@@ -140,7 +163,7 @@ Tensor squeeze(const Tensor& a, const Shape& dims) {
       sz.push_back(a.sizes()[i]);
       st.push_back(a.strides()[i]);
     }
-  return make_view(a, sz, st, a.storage_offset());
+  return reshape_view("SqueezeBackward1", a, sz, st);
 }
 
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
@@ -150,7 +173,7 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) {
   int64_t s = dim < n ? sz[dim] * st[dim] : 1;
   sz.insert(size_t(dim), 1);
   st.insert(size_t(dim), s);
-  return make_view(a, sz, st, a.storage_offset());
+  return reshape_view("UnsqueezeBackward0", a, sz, st);
 }
 
 Tensor expand(const Tensor& a, const Shape& sizes) {
@@ -168,7 +191,26 @@ Tensor expand(const Tensor& a, const Shape& sizes) {
     }
     EMBER_CHECK(target[i] >= 0, "expand: invalid size ", target[i]);
   }
-  return expand_to(a, target, "expand");
+  Tensor out = expand_to(a, target, "expand");
+  if (out.is_same(a)) out = make_view(a, a.sizes(), a.strides(), a.storage_offset());
+  Shape in_sizes = a.sizes();
+  autograd::record_view("ExpandBackward0", a, out,
+                        [in_sizes](const Tensor& g) { return autograd::sum_to_size(g, in_sizes); });
+  return out;
+}
+
+// A view selecting a region: its gradient is zeros with the view's region
+// filled from the gradient, built with the same view op (so it stays
+// differentiable under create_graph).
+static Tensor region_view(const char* name, const Tensor& a, const Tensor& out,
+                          std::function<Tensor(const Tensor&)> same_view) {
+  Shape in_sizes = a.sizes();
+  autograd::record_view(name, a, out, [in_sizes, same_view](const Tensor& g) {
+    Tensor gi = zeros(in_sizes, g.dtype(), g.device());
+    copy_(same_view(gi), g);
+    return gi;
+  });
+  return out;
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
@@ -182,7 +224,10 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
               ") exceeds dimension size (", size, ").");
   Shape sz = a.sizes();
   sz[dim] = length;
-  return make_view(a, sz, a.strides(), a.storage_offset() + start * a.strides()[dim]);
+  Tensor out = make_view(a, sz, a.strides(), a.storage_offset() + start * a.strides()[dim]);
+  return region_view("SliceBackward0", a, out, [dim, start, length](const Tensor& x) {
+    return narrow(x, dim, start, length);
+  });
 }
 
 Tensor select(const Tensor& a, int64_t dim, int64_t index) {
@@ -196,7 +241,8 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index) {
   int64_t off = a.storage_offset() + index * st[dim];
   sz.erase(size_t(dim));
   st.erase(size_t(dim));
-  return make_view(a, sz, st, off);
+  Tensor out = make_view(a, sz, st, off);
+  return region_view("SelectBackward0", a, out, [dim, index](const Tensor& x) { return select(x, dim, index); });
 }
 
 Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
@@ -214,7 +260,10 @@ Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
   sz[dim] = (end - start + step - 1) / step;
   int64_t off = a.storage_offset() + start * st[dim];
   st[dim] = checked_mul(st[dim], step, "slice");
-  return make_view(a, sz, st, off);
+  Tensor out = make_view(a, sz, st, off);
+  return region_view("SliceBackward0", a, out, [dim, start, end, step](const Tensor& x) {
+    return slice(x, dim, start, end, step);
+  });
 }
 
 Tensor diagonal(const Tensor& a, int64_t offset, int64_t d1, int64_t d2) {
@@ -239,14 +288,58 @@ Tensor diagonal(const Tensor& a, int64_t offset, int64_t d1, int64_t d2) {
     }
   sz.push_back(len);
   st.push_back(a.strides()[d1] + a.strides()[d2]);
-  return make_view(a, sz, st, off);
+  Tensor out = make_view(a, sz, st, off);
+  return region_view("DiagonalBackward0", a, out, [offset, d1, d2](const Tensor& x) {
+    return diagonal(x, offset, d1, d2);
+  });
 }
 
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
   EMBER_CHECK_INDEX(a.dim() > 0, "Dimension specified as 0 but tensor has no dimensions");
   dim = wrap_dim(dim, a.dim());
   std::vector<Tensor> out;
-  for (int64_t i = 0; i < a.sizes()[dim]; ++i) out.push_back(select(a, dim, i));
+  {
+    autograd::GradModeGuard no_grad(false);
+    for (int64_t i = 0; i < a.sizes()[dim]; ++i) out.push_back(select(a, dim, i));
+  }
+  Shape in_sizes = a.sizes();
+  autograd::record_multi_view("UnbindBackward0", a, out, [in_sizes, dim](const autograd::variable_list& gs) {
+    Tensor gi;
+    for (size_t i = 0; i < gs.size(); ++i) {
+      if (!gs[i].defined()) continue;
+      if (!gi.defined()) gi = zeros(in_sizes, gs[i].dtype(), gs[i].device());
+      copy_(select(gi, dim, int64_t(i)), gs[i]);
+    }
+    return gi;
+  });
+  return out;
+}
+
+// Pieces of `a` along `dim` with the given sizes, as views with one backward node.
+static std::vector<Tensor> split_pieces(const char* name, const Tensor& a, const Shape& sizes,
+                                        int64_t dim) {
+  std::vector<Tensor> out;
+  {
+    autograd::GradModeGuard no_grad(false);
+    int64_t start = 0;
+    for (int64_t s : sizes) {
+      out.push_back(narrow(a, dim, start, s));
+      start += s;
+    }
+  }
+  Shape in_sizes = a.sizes();
+  autograd::record_multi_view(name, a, out, [in_sizes, sizes, dim](const autograd::variable_list& gs) {
+    Tensor gi;
+    int64_t start = 0;
+    for (size_t i = 0; i < gs.size(); ++i) {
+      if (gs[i].defined()) {
+        if (!gi.defined()) gi = zeros(in_sizes, gs[i].dtype(), gs[i].device());
+        copy_(narrow(gi, dim, start, sizes[i]), gs[i]);
+      }
+      start += sizes[i];
+    }
+    return gi;
+  });
   return out;
 }
 
@@ -258,13 +351,10 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
   int64_t size = a.sizes()[dim];
   EMBER_CHECK(split_size > 0 || size == 0, "split_size can only be 0 if dimension size is 0, but got "
               "dimension size of ", size);
-  std::vector<Tensor> out;
-  if (size == 0) {
-    out.push_back(a);
-    return out;
-  }
-  for (int64_t s = 0; s < size; s += split_size) out.push_back(narrow(a, dim, s, std::min(split_size, size - s)));
-  return out;
+  Shape sizes;
+  if (size == 0) sizes.push_back(0);
+  for (int64_t s = 0; s < size; s += split_size) sizes.push_back(std::min(split_size, size - s));
+  return split_pieces("SplitBackward0", a, sizes, dim);
 }
 
 std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& sizes, int64_t dim) {
@@ -279,13 +369,7 @@ std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& sizes, int64_
   EMBER_CHECK(total == a.sizes()[dim], "split_with_sizes expects split_sizes to sum exactly to ",
               a.sizes()[dim], " (input tensor's size at dimension ", dim, "), but got split_sizes=",
               shape_str(sizes));
-  std::vector<Tensor> out;
-  int64_t start = 0;
-  for (int64_t s : sizes) {
-    out.push_back(narrow(a, dim, start, s));
-    start += s;
-  }
-  return out;
+  return split_pieces("SplitWithSizesBackward0", a, sizes, dim);
 }
 
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
@@ -334,7 +418,18 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides,
                   std::optional<int64_t> offset) {
   EMBER_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape");
   for (int64_t s : sizes) EMBER_CHECK(s >= 0, "as_strided: negative size ", s);
-  return make_view(a, sizes, strides, offset.value_or(a.storage_offset()));
+  Tensor out = make_view(a, sizes, strides, offset.value_or(a.storage_offset()));
+  // Scatter the gradient into a buffer laid out like the storage, read it back
+  // through the input's geometry.
+  autograd::StridedGeometry in = autograd::StridedGeometry::of(a), vw = autograd::StridedGeometry::of(out);
+  int64_t elems = int64_t(a.storage()->nbytes) / a.element_size();
+  autograd::record_view("AsStridedBackward0", a, out, [in, vw, elems](const Tensor& g) {
+    Tensor flat = zeros(Shape{elems}, g.dtype(), g.device());
+    Tensor region = make_view(flat, vw.sizes, vw.strides, vw.offset);
+    copy_(region, binary(BinaryOp::add, region, g));
+    return make_view(flat, in.sizes, in.strides, in.offset);
+  });
+  return out;
 }
 
 Tensor movedim(const Tensor& a, const Shape& src, const Shape& dst) {
@@ -361,7 +456,7 @@ Tensor movedim(const Tensor& a, const Shape& src, const Shape& dst) {
 
 Tensor alias(const Tensor& a, bool share_version) {
   Tensor v = make_view(a, a.sizes(), a.strides(), a.storage_offset());
-  if (!share_version) v.impl()->version = std::make_shared<uint32_t>(0);
+  if (!share_version) v.impl()->version = std::make_shared<VersionCounter>();
   return v;
 }
 

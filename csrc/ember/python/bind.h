@@ -33,6 +33,7 @@ void init_linalg(py::module_& m);
 void init_interop(py::module_& m);
 void init_random(py::module_& m);
 void init_join_sort(py::module_& m);
+void init_autograd(py::module_& m);
 
 /// True (and sets `out`) when `h` is an ember Tensor.
 bool as_tensor(py::handle h, Tensor*& out);
@@ -40,6 +41,8 @@ bool as_tensor(py::handle h, Tensor*& out);
 bool as_scalar(py::handle h, Scalar& out);
 /// A tensor from a Tensor or a Python number (a wrapped number); TypeError otherwise.
 Tensor tensor_or_scalar(py::handle h, const char* op, const char* arg);
+/// An ndarray as a tensor operand: shared when possible, else copied.
+Tensor ndarray_operand(py::handle h);
 /// A Scalar from a Python number or a one-element tensor; TypeError otherwise.
 Scalar scalar_arg(py::handle h, const char* op, const char* arg);
 /// A Python int (or anything with __index__); TypeError naming op/arg otherwise.

@@ -54,11 +54,29 @@ bool as_scalar(py::handle h, Scalar& out) {
   return false;
 }
 
+Tensor from_numpy(py::handle obj);  // tensor.cpp
+
+Tensor ndarray_operand(py::handle h) {
+  // Shares memory when ember can view the array as it is; copies otherwise
+  // (negative strides, read-only or non-native byte order).
+  py::array a = py::reinterpret_borrow<py::array>(h);
+  bool viewable = a.writeable() && a.dtype().byteorder() != '>';
+  for (ssize_t d = 0; d < a.ndim() && viewable; ++d) viewable = a.strides(d) >= 0;
+  if (viewable) {
+    try {
+      return from_numpy(h);
+    } catch (const Error&) {
+    }
+  }
+  return from_numpy(py::module_::import("numpy").attr("array")(h));
+}
+
 Tensor tensor_or_scalar(py::handle h, const char* op, const char* arg) {
   Tensor* t;
   if (as_tensor(h, t)) return *t;
   Scalar s;
   if (as_scalar(h, s)) return wrap_scalar(s);
+  if (py::isinstance<py::array>(h)) return ndarray_operand(h);
   raise(ErrorKind::Type, op, "(): argument '", arg, "' must be Tensor or Number, not ", type_name(h));
 }
 

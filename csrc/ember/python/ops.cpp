@@ -1,6 +1,8 @@
 // Bindings of the elementwise ops, generated from ops.def, and the Python
 // operators (+, -, *, /, //, %, **, comparisons, &, |, ^, ~) incl. reflected
 // and augmented forms.
+#include <pybind11/numpy.h>
+
 #include "ember/ops/ops.h"
 #include "ember/python/bind.h"
 
@@ -49,6 +51,10 @@ bool operand(py::handle h, Tensor& out) {
   Scalar s;
   if (as_scalar(h, s)) {
     out = wrap_scalar(s);
+    return true;
+  }
+  if (py::isinstance<py::array>(h)) {
+    out = ndarray_operand(h);
     return true;
   }
   return false;

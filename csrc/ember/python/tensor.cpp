@@ -1,6 +1,7 @@
 // The Tensor, dtype and device classes: attributes, views, conversions.
 #include <pybind11/numpy.h>
 
+#include "ember/autograd/node.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 #include "ember/python/bind.h"
@@ -113,6 +114,10 @@ const char* numpy_format(DType t) {
 
 py::array to_numpy(const Tensor& t, bool force) {
   Tensor c = t;
+  if (autograd::requires_grad(c)) {
+    EMBER_CHECK(force, "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
+    c = autograd::detach(c);
+  }
   if (!c.device().is_cpu()) {
     EMBER_CHECK_TYPE(force, "can't convert ", c.device().str(),
                      " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "

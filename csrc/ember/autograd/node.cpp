@@ -1,0 +1,299 @@
+#include "ember/autograd/node.h"
+
+#include "ember/autograd/functions.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/ops/ops.h"
+#include "ember/ops/view.h"
+
+namespace ember::autograd {
+
+namespace {
+std::atomic<uint64_t> g_next_sequence_nr{0};
+bool g_anomaly = false, g_anomaly_nan = true;
+}  // namespace
+
+std::string (*python_location_hook)() = nullptr;
+void (*anomaly_record_hook)(Node&) = nullptr;
+bool anomaly_enabled() { return g_anomaly; }
+bool anomaly_check_nan() { return g_anomaly_nan; }
+void set_anomaly_enabled(bool on, bool check_nan) {
+  g_anomaly = on;
+  g_anomaly_nan = check_nan;
+}
+
+Node::Node() : sequence_nr(g_next_sequence_nr++) {
+  if (g_anomaly && anomaly_record_hook) anomaly_record_hook(*this);
+}
+
+Node::~Node() {
+  for (auto& e : next_edges)
+    if (e.fn) release_node(std::move(e.fn));
+}
+
+uint32_t Node::add_input_meta(const Tensor& t) {
+  input_meta.push_back(InputMeta{t.sizes(), t.dtype(), t.device()});
+  return uint32_t(input_meta.size() - 1);
+}
+
+void release_node(std::shared_ptr<Node>&& n) {
+  thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr;
+  if (!n) return;
+  if (pending) {
+    pending->push_back(std::move(n));
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> local;
+  pending = &local;
+  local.push_back(std::move(n));
+  while (!local.empty()) {
+    std::shared_ptr<Node> x = std::move(local.back());
+    local.pop_back();
+    x.reset();  // may push this node's edges onto `local`
+  }
+  pending = nullptr;
+}
+
+AutogradMetaImpl::~AutogradMetaImpl() {
+  if (grad_fn) release_node(std::move(grad_fn));
+}
+
+AutogradMetaImpl* meta(const Tensor& t) {
+  return static_cast<AutogradMetaImpl*>(t.impl()->autograd.get());
+}
+
+AutogradMetaImpl* materialize_meta(const Tensor& t) {
+  auto& a = t.impl()->autograd;
+  if (!a) a = std::make_shared<AutogradMetaImpl>();
+  return static_cast<AutogradMetaImpl*>(a.get());
+}
+
+bool is_leaf(const Tensor& t) {
+  AutogradMetaImpl* m = meta(t);
+  return !m || !m->grad_fn;
+}
+
+// Note [Views and in-place]
+// A view of a tensor that requires grad remembers its base. When an in-place
+// op writes through a view, the base gets a CopySlices node (the op's backward
+// applied to the view's slice of the base's gradient), and every view of that
+// base regenerates its grad_fn from the base (AsStridedBackward0) the next time
+// it is used, detected through the base's version counter.
+static void regenerate_view_grad_fn(const Tensor& t, AutogradMetaImpl* m) {
+  if (!m->is_view || !m->base.defined() || m->view_version == m->base.version()) return;
+  if (!requires_grad(m->base)) return;
+  Tensor base = m->base;
+  StridedGeometry vg = StridedGeometry::of(t), bg = StridedGeometry::of(base);
+  int64_t storage_elems = int64_t(base.storage()->nbytes) / base.element_size();
+  DType dt = base.dtype();
+  Device dev = base.device();
+  auto node = std::make_shared<LambdaNode>(
+      "AsStridedBackward0", [=](LambdaNode&, variable_list&& g) -> variable_list {
+        // Scatter the view's gradient into a zero buffer laid out like the base's storage.
+        Tensor flat = zeros(Shape{storage_elems}, dt, dev);
+        Tensor region = make_view(flat, vg.sizes, vg.strides, vg.offset);
+        copy_(region, binary(BinaryOp::add, region, g[0]));
+        return {make_view(flat, bg.sizes, bg.strides, bg.offset)};
+      });
+  node->next_edges = {gradient_edge(base)};
+  node->add_input_meta(t);
+  m->grad_fn = node;
+  m->output_nr = 0;
+  m->view_version = base.version();
+}
+
+std::shared_ptr<Node> grad_fn(const Tensor& t) {
+  AutogradMetaImpl* m = meta(t);
+  if (!m) return nullptr;
+  if (m->is_view) regenerate_view_grad_fn(t, m);
+  return m->grad_fn;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!requires_grad(t)) return Edge{};
+  AutogradMetaImpl* m = materialize_meta(t);
+  if (m->is_view) regenerate_view_grad_fn(t, m);
+  if (m->grad_fn) return Edge{m->grad_fn, m->output_nr};
+  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    acc->add_input_meta(t);
+    m->grad_accumulator = acc;
+  }
+  return Edge{acc, 0};
+}
+
+void set_requires_grad(const Tensor& t, bool on) {
+  if (!is_leaf(t)) {
+    EMBER_CHECK(on, "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach().");
+    return;
+  }
+  if (on) {
+    EMBER_CHECK(!(t.impl()->inference && !inference_mode()),
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+    EMBER_CHECK(is_floating(t.dtype()),
+                "only Tensors of floating point and complex dtype can require gradients (got ",
+                dtype_name(t.dtype()), ")");
+  }
+  t.impl()->requires_grad = on;
+}
+
+void set_history(const Tensor& out, const std::shared_ptr<Node>& node, uint32_t output_nr) {
+  AutogradMetaImpl* m = materialize_meta(out);
+  m->grad_fn = node;
+  m->output_nr = output_nr;
+  if (m->is_view && m->base.defined()) m->view_version = m->base.version();
+  out.impl()->requires_grad = true;
+}
+
+std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs) {
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor* t : inputs) edges.push_back(t && t->defined() ? gradient_edge(*t) : Edge{});
+  return edges;
+}
+
+std::vector<Edge> collect_next_edges(const std::vector<Tensor>& inputs) {
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor& t : inputs) edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
+  return edges;
+}
+
+bool compute_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor* t : inputs)
+    if (t && requires_grad(*t)) return true;
+  return false;
+}
+
+bool compute_requires_grad(const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (requires_grad(t)) return true;
+  return false;
+}
+
+void check_inplace(const Tensor& self, const char* op) {
+  if (!grad_enabled()) return;
+  AutogradMetaImpl* m = meta(self);
+  if (requires_grad(self) && is_leaf(self) && !(m && m->is_view))
+    EMBER_ERROR("a leaf Variable that requires grad is being used in an in-place operation",
+                op ? std::string(" (") + op + ")" : std::string(), ".");
+  if (m && m->is_view && m->base.defined() && requires_grad(m->base) && is_leaf(m->base))
+    EMBER_ERROR("a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation",
+                op ? std::string(" (") + op + ")" : std::string(), ".");
+}
+
+void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
+  AutogradMetaImpl* m = materialize_meta(self);
+  if (m->is_view && m->base.defined()) {
+    Tensor base = m->base;
+    auto cs = std::make_shared<CopySlices>(base, self, node);
+    set_history(base, cs, 0);
+    // The view's own grad_fn regenerates from the base on next use.
+    m->grad_fn.reset();
+    m->view_version = uint32_t(-1);
+    self.impl()->requires_grad = true;
+    return;
+  }
+  set_history(self, node, 0);
+}
+
+void set_view_of(const Tensor& out, const Tensor& base) {
+  AutogradMetaImpl* bm = meta(base);
+  AutogradMetaImpl* m = materialize_meta(out);
+  m->is_view = true;
+  m->base = (bm && bm->is_view && bm->base.defined()) ? bm->base : base;
+  m->view_version = m->base.version();
+}
+
+Tensor detach(const Tensor& t) {
+  Tensor d = make_view(t, t.sizes(), t.strides(), t.storage_offset());
+  d.impl()->autograd.reset();
+  d.impl()->requires_grad = false;
+  return d;
+}
+
+// ---- SavedVariable ----------------------------------------------------------------------
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
+  if (!t.defined()) return;
+  was_defined_ = true;
+  saved_version_ = t.version();
+  is_output_ = is_output;
+  requires_grad_ = requires_grad(t);
+  t.impl()->version->watched = true;
+  if (is_output && requires_grad_) {
+    // Keep the data and the version counter, not the grad_fn (that would be a cycle).
+    data_ = make_view(t, t.sizes(), t.strides(), t.storage_offset());
+    data_.impl()->version = t.impl()->version;
+    AutogradMetaImpl* m = meta(t);
+    if (m) {
+      weak_grad_fn_ = m->grad_fn;
+      output_nr_ = m->output_nr;
+    }
+  } else {
+    data_ = t;
+  }
+}
+
+void SavedVariable::reset() { data_ = Tensor(); }
+
+Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
+  if (!was_defined_) return Tensor();
+  EMBER_CHECK(data_.defined(),
+              "Trying to backward through the graph a second time (or directly access saved "
+              "tensors after they have already been freed). Saved intermediate values of the graph "
+              "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True "
+              "if you need to backward through the graph a second time or if you need to access "
+              "saved tensors after calling backward.");
+  const VersionCounter& vc = *data_.impl()->version;
+  if (vc.value != saved_version_) {
+    std::string which = "[" + legacy_type_name(data_.dtype()) + " " + shape_str(data_.sizes()) + "]";
+    std::string owner;
+    if (is_output_) {
+      auto fn = weak_grad_fn_.lock();
+      if (!fn) fn = saved_for;
+      if (fn) owner = ", which is output " + std::to_string(output_nr_) + " of " + fn->name() + ",";
+    } else if (AutogradMetaImpl* m = meta(data_); m && m->grad_fn) {
+      owner = ", which is output " + std::to_string(m->output_nr) + " of " + m->grad_fn->name() + ",";
+    }
+    std::string culprit;
+    if (vc.last_op || !vc.last_where.empty()) {
+      culprit = " It was last modified in place by " +
+                std::string(vc.last_op ? vc.last_op : "an in-place operation") +
+                (vc.last_where.empty() ? std::string() : " at " + vc.last_where) + ".";
+    }
+    EMBER_ERROR("one of the variables needed for gradient computation has been modified by an "
+                "inplace operation: ", which, owner, " is at version ", vc.value,
+                "; expected version ", saved_version_, " instead.", culprit,
+                " Hint: enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with ember.autograd.set_detect_anomaly(True).");
+  }
+  if (is_output_ && requires_grad_) {
+    Tensor t = make_view(data_, data_.sizes(), data_.strides(), data_.storage_offset());
+    t.impl()->version = data_.impl()->version;
+    std::shared_ptr<Node> fn = weak_grad_fn_.lock();
+    if (!fn) fn = saved_for;
+    if (fn) set_history(t, fn, output_nr_);
+    return t;
+  }
+  return data_;
+}
+
+// ---- in-place write hook ------------------------------------------------------------------
+
+namespace {
+void on_inplace_write(VersionCounter& v, const char* op) {
+  v.last_op = op;
+  v.last_where = python_location_hook ? python_location_hook() : std::string();
+}
+struct InstallHook {
+  InstallHook() { inplace_write_hook = &on_inplace_write; }
+} g_install_hook;
+}  // namespace
+
+}  // namespace ember::autograd

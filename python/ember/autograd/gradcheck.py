@@ -1,0 +1,164 @@
+"""gradcheck / gradgradcheck: compare analytical gradients with finite differences.
+
+The defaults match PyTorch's (eps=1e-6, atol=1e-5, rtol=1e-3). Numerical
+Jacobians perturb one input element at a time (central differences) in C++
+ops; the analytical Jacobian is assembled one vector-Jacobian product per
+output element.
+"""
+import warnings
+
+import numpy as np
+
+from .. import _C
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck when gradients do not match."""
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _differentiable_outputs(outs):
+    return [o for o in outs if isinstance(o, _C.Tensor) and o.requires_grad]
+
+
+def _flat_numpy(t):
+    return t.detach().to(_C.float64).contiguous().numpy().reshape(-1)
+
+
+def _numerical_jacobian(fn, inputs, idx, eps):
+    """Columns: d outputs / d inputs[idx].flat[j] by central differences."""
+    x = inputs[idx]
+    n = x.numel()
+    flat = x.data.view(-1) if x.is_contiguous() else None
+    cols = []
+    for j in range(n):
+        if flat is None:
+            raise ValueError("gradcheck: inputs must be contiguous")
+        orig = flat[j].item()
+        flat[j] = orig - eps
+        with _no_grad():
+            lo = [_flat_numpy(o) for o in _as_tuple(fn(*inputs)) if isinstance(o, _C.Tensor)]
+        flat[j] = orig + eps
+        with _no_grad():
+            hi = [_flat_numpy(o) for o in _as_tuple(fn(*inputs)) if isinstance(o, _C.Tensor)]
+        flat[j] = orig
+        cols.append([(h - l) / (2 * eps) for h, l in zip(hi, lo)])
+    return cols  # [input element][output index] -> vector over output elements
+
+
+def _no_grad():
+    from .grad_mode import no_grad
+    return no_grad()
+
+
+def _analytical_rows(outputs, inputs, idx_list, nondet_tol):
+    """rows[o][i] = matrix [out elems, in elems] of d out_o / d in_i via one VJP per element."""
+    from . import grad as _grad
+    result = []
+    for o in outputs:
+        per_input = [np.zeros((o.numel(), inputs[i].numel())) for i in idx_list]
+        for k in range(o.numel()):
+            g = _C.zeros(o.numel(), dtype=o.dtype).view(o.shape) if o.numel() else None
+            gv = g.view(-1)
+            gv[k] = 1.0
+            grads = _grad(o, [inputs[i] for i in idx_list], g, retain_graph=True, allow_unused=True)
+            for slot, gr in enumerate(grads):
+                if gr is not None:
+                    if gr.shape != inputs[idx_list[slot]].shape:
+                        raise GradcheckError(f"Gradient has incorrect size: got {tuple(gr.shape)}, "
+                                             f"expected {tuple(inputs[idx_list[slot]].shape)}")
+                    per_input[slot][k, :] = _flat_numpy(gr)
+        result.append(per_input)
+    return result
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, masked=None):
+    """True when the analytical Jacobian of ``func`` at ``inputs`` matches finite
+    differences for every input that requires grad; otherwise raises GradcheckError
+    (or returns False with ``raise_exception=False``)."""
+    inputs = _as_tuple(inputs)
+    tensor_idx = [i for i, x in enumerate(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
+    if not tensor_idx:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, "
+                         "but none of the them have requires_grad=True.")
+    for i in tensor_idx:
+        if inputs[i].dtype != _C.float64:
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
+                          "This check will likely fail if all the inputs are not of double precision "
+                          "floating point. ", stacklevel=2)
+    try:
+        outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
+        if not outputs:
+            # Nothing differentiable: the numerical Jacobian must be zero.
+            for i in tensor_idx:
+                for col in _numerical_jacobian(func, inputs, i, eps):
+                    for v in col:
+                        if np.any(np.abs(v) > atol):
+                            raise GradcheckError("Numerical gradient for function expected to be zero")
+            return True
+        analytical = _analytical_rows(outputs, inputs, tensor_idx, nondet_tol)
+        if nondet_tol == 0.0:
+            again = _analytical_rows(_differentiable_outputs(_as_tuple(func(*inputs))), inputs,
+                                     tensor_idx, nondet_tol)
+            for a, b in zip(analytical, again):
+                for x, y in zip(a, b):
+                    if not np.array_equal(x, y):
+                        raise GradcheckError("Backward is not reentrant, i.e., running backward with "
+                                             "same input and grad_output multiple times gives different "
+                                             "values, although analytical gradient matches numerical "
+                                             "gradient. The tolerance for nondeterminism was 0.0.")
+        for slot, i in enumerate(tensor_idx):
+            cols = _numerical_jacobian(func, inputs, i, eps)
+            all_outs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+            diff_positions = [k for k, o in enumerate(all_outs) if o.requires_grad]
+            for oi, pos in enumerate(diff_positions):
+                numerical = np.stack([c[pos] for c in cols], axis=1) if cols else np.zeros((0, 0))
+                ana = analytical[oi][slot]
+                if numerical.shape != ana.shape or not np.allclose(ana, numerical, rtol=rtol, atol=atol):
+                    raise GradcheckError(
+                        f"Jacobian mismatch for output {oi} with respect to input {i},\n"
+                        f"numerical:{_fmt(numerical)}\nanalytical:{_fmt(ana)}\n")
+        return True
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+
+
+def _fmt(a):
+    with np.printoptions(precision=4, suppress=True):
+        return str(np.asarray(a))
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
+    """gradcheck of the first-order gradients of ``func`` (so second derivatives are checked)."""
+    from . import grad as _grad
+    inputs = _as_tuple(inputs)
+    outs = _differentiable_outputs(_as_tuple(func(*inputs)))
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(
+            _C.from_numpy(rng.standard_normal(tuple(o.shape)).astype(np.float64)).to(o.dtype).requires_grad_()
+            for o in outs)
+    grad_outputs = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+    tensor_idx = [i for i, x in enumerate(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
+
+    def first_order(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        outputs = _differentiable_outputs(_as_tuple(func(*ins)))
+        grads = _grad(outputs, [ins[i] for i in tensor_idx], gos, create_graph=True,
+                      allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, nondet_tol=nondet_tol)
