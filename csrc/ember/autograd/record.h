@@ -30,6 +30,40 @@ struct RecordScope {
   void done() { guard.reset(); }
 };
 
+/// True when an in-place op on `self` (reading `others`) must record history.
+inline bool inplace_records(const Tensor& self, std::initializer_list<const Tensor*> others) {
+  if (!grad_enabled()) return false;
+  if (requires_grad(self)) return true;
+  for (const Tensor* t : others)
+    if (t && requires_grad(*t)) return true;
+  return false;
+}
+
+// Note [In-place ops under autograd]
+// When an in-place op must record history, it runs as its out-of-place twin
+// (on a recorded clone of self when the formula reads self's old value), the
+// result is written back into self, and self's history is rebased onto the
+// twin's node (CopySlices for views, see autograd/node.cpp). Without autograd
+// the op runs in place directly.
+template <typename F>
+const Tensor& inplace_with_grad(const Tensor& self, const char* name, bool needs_self,
+                                       F&& out_of_place) {
+  check_inplace(self, name);
+  Tensor src = needs_self ? clone(self) : self;
+  Tensor r = out_of_place(src);
+  {
+    GradModeGuard no_grad(false);
+    EMBER_CHECK(!(is_floating(r.dtype()) && !is_floating(self.dtype())), "result type ",
+                dtype_name(r.dtype()), " can't be cast to the desired output type ",
+                dtype_name(self.dtype()));
+    EMBER_CHECK(r.sizes() == self.sizes(), name, ": output with shape ", shape_str(self.sizes()),
+                " doesn't match the broadcast shape ", shape_str(r.sizes()));
+    copy_(self, r);
+  }
+  if (auto fn = grad_fn(r)) rebase_history(self, fn);
+  return self;
+}
+
 /// Raises PyTorch's error for out= with inputs that require grad.
 void check_out_not_differentiable(const char* op, std::initializer_list<const Tensor*> inputs);
 

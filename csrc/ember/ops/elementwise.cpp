@@ -201,34 +201,8 @@ static Tensor run_unary(UnaryOp op, const Tensor& a, const Tensor* out_opt) {
   return out;
 }
 
-// Note [In-place ops under autograd]
-// When an in-place op must record history, it runs as its out-of-place twin
-// (on a recorded clone of self when the formula reads self's old value), the
-// result is written back into self, and self's history is rebased onto the
-// twin's node (CopySlices for views, see autograd/node.cpp). Without autograd
-// the op runs in place directly.
-template <typename F>
-static const Tensor& inplace_with_grad(const Tensor& self, const char* name, bool needs_self,
-                                       F&& out_of_place) {
-  autograd::check_inplace(self, name);
-  Tensor src = needs_self ? clone(self) : self;
-  Tensor r = out_of_place(src);
-  {
-    autograd::GradModeGuard no_grad(false);
-    EMBER_CHECK(!(is_floating(r.dtype()) && !is_floating(self.dtype())), "result type ",
-                dtype_name(r.dtype()), " can't be cast to the desired output type ",
-                dtype_name(self.dtype()));
-    EMBER_CHECK(r.sizes() == self.sizes(), name, ": output with shape ", shape_str(self.sizes()),
-                " doesn't match the broadcast shape ", shape_str(r.sizes()));
-    copy_(self, r);
-  }
-  if (auto fn = autograd::grad_fn(r)) autograd::rebase_history(self, fn);
-  return self;
-}
-
 static bool inplace_records(const Tensor& self, const Tensor* other) {
-  return autograd::grad_enabled() &&
-         (autograd::requires_grad(self) || (other && autograd::requires_grad(*other)));
+  return autograd::inplace_records(self, {other});
 }
 
 Tensor unary(UnaryOp op, const Tensor& a) {
@@ -247,7 +221,7 @@ Tensor& unary_out(UnaryOp op, const Tensor& a, const Tensor& out) {
 }
 Tensor& unary_(UnaryOp op, const Tensor& a) {
   if (inplace_records(a, nullptr)) {
-    inplace_with_grad(a, op_name(op), autograd::unary_needs_input(op),
+    autograd::inplace_with_grad(a, op_name(op), autograd::unary_needs_input(op),
                       [op](const Tensor& s) { return unary(op, s); });
     return const_cast<Tensor&>(a);
   }
@@ -352,7 +326,7 @@ Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
 }
 Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (inplace_records(a, &b)) {
-    inplace_with_grad(a, op_name(op), autograd::binary_needs_self(op),
+    autograd::inplace_with_grad(a, op_name(op), autograd::binary_needs_self(op),
                       [op, &b](const Tensor& s) { return binary(op, s, b); });
     return const_cast<Tensor&>(a);
   }
