@@ -32,7 +32,10 @@ def parse_args():
 TIMER = '''
 import time
 def median_seconds(fn, n):
-    fn(); fn()  # warm-up: page faults, BLAS buffers, thread start
+    t0 = time.perf_counter(); fn(); first = time.perf_counter() - t0
+    if first > 3.0:
+        return first  # too slow to repeat (e.g. a reference BLAS): one sample
+    fn()  # warm-up: page faults, BLAS buffers, thread start
     reps = 3 if n >= 4096 else 5 if n >= 2048 else 9
     ts = []
     for _ in range(reps):

@@ -110,8 +110,9 @@ void gemm_fallback(const Tensor& c, const Tensor& a, const Tensor& b, Scalar bet
   T* pc = c.data<T>();
   const int64_t row_blocks = (m + MC - 1) / MC;
   const int64_t ntasks = int64_t(oc.size()) * row_blocks;
-  const int64_t work = std::max<int64_t>(1, std::min(m, MC) * n * k);
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / work);
+  // ~256K multiply-adds per chunk at least (computed in double: n * k * 64 may overflow).
+  const double work = std::max(1.0, double(std::min(m, MC)) * double(n) * double(k));
+  const int64_t grain = std::max<int64_t>(1, int64_t(double(int64_t(1) << 18) / work));
   auto round_up = [](int64_t v, int64_t r) { return (v + r - 1) / r * r; };
   const int64_t nc_max = round_up(std::min(n, NC), NR), kc_max = std::min(k, KC);
   const int64_t mc_max = round_up(std::min(m, MC), MR);
