@@ -67,6 +67,11 @@ struct TensorImpl {
   bool requires_grad = false;  // leaf flag; autograd refines it
   bool wrapped_number = false;  // a Python scalar turned tensor: weaker in type promotion
   bool inference = false;       // made under inference_mode: can never require grad
+  // Note [Python object identity]: the Python object currently wrapping this
+  // impl (borrowed; cleared when it dies), so that converting the same tensor
+  // to Python twice gives the same object (`x.add_(1) is x`, `p.grad is p.grad`).
+  void* pyobj = nullptr;
+  const void* py_owner = nullptr;  // the Tensor handle inside that Python object
   std::shared_ptr<VersionCounter> version;
   std::shared_ptr<AutogradMeta> autograd;
 

@@ -13,6 +13,61 @@
 
 namespace py = pybind11;
 
+// Note [Python object identity]
+// Tensor converts to Python through the generic class caster, except that a
+// tensor whose impl already has a live Python object returns that object.
+// The holder's deleter (TensorPyDeleter) clears the back-pointer when the
+// Python object dies. Loading (Python -> C++) is pybind11's own.
+namespace ember::python {
+struct TensorPyDeleter {
+  void operator()(ember::Tensor* t) const {
+    if (t->defined() && t->impl()->py_owner == t) {
+      t->impl()->pyobj = nullptr;
+      t->impl()->py_owner = nullptr;
+    }
+    delete t;
+  }
+};
+}  // namespace ember::python
+
+namespace pybind11::detail {
+template <>
+struct type_caster<ember::Tensor> : type_caster_base<ember::Tensor> {
+  using base = type_caster_base<ember::Tensor>;
+  static handle cast(const ember::Tensor& src, return_value_policy, handle parent) {
+    if (!src.defined()) return none().release();
+    if (handle existing = lookup(src)) return existing;
+    return remember(src, base::cast(src, return_value_policy::copy, parent));
+  }
+  static handle cast(ember::Tensor&& src, return_value_policy, handle parent) {
+    if (!src.defined()) return none().release();
+    if (handle existing = lookup(src)) return existing;
+    ember::TensorImpl* impl = src.impl();
+    return remember_impl(impl, base::cast(std::move(src), return_value_policy::move, parent));
+  }
+  static handle cast(const ember::Tensor* src, return_value_policy policy, handle parent) {
+    if (!src) return none().release();
+    return cast(*src, policy, parent);
+  }
+
+ private:
+  static handle lookup(const ember::Tensor& t) {
+    void* obj = t.impl()->pyobj;
+    return obj ? handle(static_cast<PyObject*>(obj)).inc_ref() : handle();
+  }
+  static handle remember(const ember::Tensor& t, handle h) { return remember_impl(t.impl(), h); }
+  static handle remember_impl(ember::TensorImpl* impl, handle h) {
+    if (!h) return h;
+    base c;
+    if (c.load(h, false)) {
+      impl->pyobj = h.ptr();
+      impl->py_owner = static_cast<ember::Tensor*>(c.value);
+    }
+    return h;
+  }
+};
+}  // namespace pybind11::detail
+
 namespace ember::python {
 
 /// The Python object for a dtype (a singleton per dtype).

@@ -247,7 +247,7 @@ void init_tensor(py::module_& m) {
   });
   m.def("_cpu_empty_cache", &cpu_allocator_empty_cache);
 
-  py::class_<Tensor> cls(m, "Tensor", py::dynamic_attr());
+  py::class_<Tensor, std::unique_ptr<Tensor, TensorPyDeleter>> cls(m, "Tensor", py::dynamic_attr());
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_object(t.sizes()); })
       .def("size", [](const Tensor& t, py::object dim) -> py::object {
         if (dim.is_none()) return size_object(t.sizes());
