@@ -61,9 +61,9 @@ variable_list CopySlices::apply(variable_list&& grads) {
   if (!grad.defined()) return out;
   // The base's gradient, laid out like the base so the view's geometry applies.
   Tensor flat = zeros(Shape{storage_elems_}, dtype, device);
-  Tensor result = make_view(flat, base_sizes, base_strides, base_offset);
+  Tensor result = as_strided(flat, base_sizes, base_strides, base_offset);
   copy_(result, grad);
-  Tensor slice = make_view(flat, view_sizes, view_strides, view_offset);
+  Tensor slice = as_strided(flat, view_sizes, view_strides, view_offset);
   variable_list res = fn->apply({clone(slice)});
   if (res.size() > 0 && res[0].defined()) copy_(slice, res[0]);
   else fill_(slice, Scalar(0.0));

@@ -90,9 +90,9 @@ static void regenerate_view_grad_fn(const Tensor& t, AutogradMetaImpl* m) {
       "AsStridedBackward0", [=](LambdaNode&, variable_list&& g) -> variable_list {
         // Scatter the view's gradient into a zero buffer laid out like the base's storage.
         Tensor flat = zeros(Shape{storage_elems}, dt, dev);
-        Tensor region = make_view(flat, vg.sizes, vg.strides, vg.offset);
+        Tensor region = as_strided(flat, vg.sizes, vg.strides, vg.offset);
         copy_(region, binary(BinaryOp::add, region, g[0]));
-        return {make_view(flat, bg.sizes, bg.strides, bg.offset)};
+        return {as_strided(flat, bg.sizes, bg.strides, bg.offset)};
       });
   node->next_edges = {gradient_edge(base)};
   node->add_input_meta(t);
@@ -237,6 +237,11 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
     }
   } else {
     data_ = t;
+    // Remember whose output it was, for the error message if it is modified.
+    if (AutogradMetaImpl* m = meta(t); m && m->grad_fn) {
+      weak_grad_fn_ = m->grad_fn;
+      output_nr_ = m->output_nr;
+    }
   }
 }
 
@@ -254,13 +259,9 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
   if (vc.value != saved_version_) {
     std::string which = "[" + legacy_type_name(data_.dtype()) + " " + shape_str(data_.sizes()) + "]";
     std::string owner;
-    if (is_output_) {
-      auto fn = weak_grad_fn_.lock();
-      if (!fn) fn = saved_for;
-      if (fn) owner = ", which is output " + std::to_string(output_nr_) + " of " + fn->name() + ",";
-    } else if (AutogradMetaImpl* m = meta(data_); m && m->grad_fn) {
-      owner = ", which is output " + std::to_string(m->output_nr) + " of " + m->grad_fn->name() + ",";
-    }
+    std::shared_ptr<Node> fn = weak_grad_fn_.lock();
+    if (!fn && is_output_) fn = saved_for;
+    if (fn) owner = ", which is output " + std::to_string(output_nr_) + " of " + fn->name() + ",";
     std::string culprit;
     if (vc.last_op || !vc.last_where.empty()) {
       culprit = " It was last modified in place by " +

@@ -59,6 +59,8 @@ const Tensor& inplace_with_grad(const Tensor& self, const char* name, bool needs
     EMBER_CHECK(r.sizes() == self.sizes(), name, ": output with shape ", shape_str(self.sizes()),
                 " doesn't match the broadcast shape ", shape_str(r.sizes()));
     copy_(self, r);
+    VersionCounter& v = *self.impl()->version;
+    if (v.watched) v.last_op = name;  // name the op, not the write-back copy
   }
   if (auto fn = grad_fn(r)) rebase_history(self, fn);
   return self;

@@ -25,7 +25,7 @@ def _differentiable_outputs(outs):
 
 
 def _flat_numpy(t):
-    return t.detach().to(_C.float64).contiguous().numpy().reshape(-1)
+    return t.detach().to(_C.float64).contiguous().numpy().reshape(-1).copy()
 
 
 def _numerical_jacobian(fn, inputs, idx, eps):
@@ -154,10 +154,12 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     tensor_idx = [i for i, x in enumerate(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
 
     def first_order(*args):
+        from .grad_mode import enable_grad
         ins, gos = args[:n_in], args[n_in:]
-        outputs = _differentiable_outputs(_as_tuple(func(*ins)))
-        grads = _grad(outputs, [ins[i] for i in tensor_idx], gos, create_graph=True,
-                      allow_unused=True)
+        with enable_grad():  # gradcheck evaluates this under no_grad for finite differences
+            outputs = _differentiable_outputs(_as_tuple(func(*ins)))
+            grads = _grad(outputs, [ins[i] for i in tensor_idx], gos, create_graph=True,
+                          allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
