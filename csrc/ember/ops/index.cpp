@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
+#include "ember/autograd/derivatives/index.h"
+#include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
+#include "ember/ops/reduce.h"
 #include "ember/ops/view.h"
 
 namespace ember {
@@ -237,26 +240,29 @@ Sliced apply_slicing(const Tensor& self, const std::vector<TensorIndex>& indices
       }
     }
   }
-  if (r.is_same(self)) r = make_view(self, self.sizes(), self.strides(), self.storage_offset());
-  s.t = r;
+  s.t = r;  // may be self itself (no basic index): index_set writes through it
   return s;
 }
 
 /// PyTorch drops leading size-1 dims of a setitem value: x[0] = ones(1, 3) works.
+/// A reshape (a view), so the value's gradient flows through it.
 Tensor strip_leading_ones(const Tensor& v) {
   int64_t k = 0;
   while (k < v.dim() && v.sizes()[k] == 1) ++k;
   if (k == 0) return v;
-  Shape sz(v.sizes().begin() + k, v.sizes().end()), st(v.strides().begin() + k, v.strides().end());
-  return make_view(v, sz, st, v.storage_offset());
+  return reshape(v, Shape(v.sizes().begin() + k, v.sizes().end()));
 }
 
 }  // namespace
 
 Tensor index_get(const Tensor& self, const std::vector<TensorIndex>& indices) {
   Sliced s = apply_slicing(self, indices);
-  if (s.idx.empty()) return s.t;
-  return index(s.t, s.idx);
+  if (!s.idx.empty()) return index(s.t, s.idx);
+  if (!s.t.is_same(self)) return s.t;
+  // x[...] / x[()]: a new alias of self (AliasBackward0 under autograd).
+  Tensor out = make_view(self, self.sizes(), self.strides(), self.storage_offset());
+  autograd::record_view("AliasBackward0", self, out, [](const Tensor& g) { return g; });
+  return out;
 }
 
 void index_set(const Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& value) {
@@ -271,20 +277,32 @@ void index_set(const Tensor& self, const std::vector<TensorIndex>& indices, cons
 }
 
 Tensor index(const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
+  autograd::RecordScope scope({&self});
   AdvancedIndex a = make_advanced_index(self, indices);
   Tensor out = empty(a.shape, self.dtype(), self.device());
-  if (out.numel() == 0) return out;
-  TensorIterator it({out, a.src, a.offsets}, 1, a.shape);
-  index_gather_stub.get(self.device())(it, 1);
+  if (out.numel() > 0) {
+    TensorIterator it({out, a.src, a.offsets}, 1, a.shape);
+    index_gather_stub.get(self.device())(it, 1);
+  }
+  if (scope.rec) {
+    scope.done();
+    autograd::record_index(self, indices, out);
+  }
   return out;
 }
 
-const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
-                         const Tensor& values, bool accumulate) {
+namespace {
+
+void check_index_put_dtypes(const Tensor& self, const Tensor& values) {
   EMBER_CHECK(values.dtype() == self.dtype(), "Index put requires the source and destination dtypes match, got ",
               dtype_name(self.dtype()), " for the destination and ", dtype_name(values.dtype()),
               " for the source.");
   check_same_device(self, values, "index_put_");
+}
+
+const Tensor& index_put_impl(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
+                             const Tensor& values, bool accumulate) {
+  check_index_put_dtypes(self, values);
   if (self.numel()) check_no_internal_overlap(self, "index_put_");
   AdvancedIndex a = make_advanced_index(self, indices);  // validates every index first
   Tensor v = values;
@@ -304,16 +322,40 @@ const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Ten
   return self;
 }
 
+}  // namespace
+
+const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
+                         const Tensor& values, bool accumulate) {
+  if (autograd::inplace_records(self, {&values})) {
+    // Note [In-place ops under autograd]: runs as index_put, which never reads self's old
+    // value in its backward.
+    check_index_put_dtypes(self, values);
+    if (self.numel()) check_no_internal_overlap(self, "index_put_");
+    autograd::inplace_with_grad(self, "index_put_", false, [&](const Tensor& s) {
+      return index_put(s, indices, values, accumulate);
+    });
+    return self;
+  }
+  return index_put_impl(self, indices, values, accumulate);
+}
+
 Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
                  bool accumulate) {
+  autograd::RecordScope scope({&self, &values});
   Tensor r = clone(self);
-  index_put_(r, indices, values, accumulate);
+  index_put_impl(r, indices, values, accumulate);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_index_put(self, indices, values, accumulate, r);
+  }
   return r;
 }
 
 // ---- dim-wise ops -----------------------------------------------------------------------
 
-Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+namespace {
+
+Tensor index_select_impl(const Tensor& self, int64_t& dim, const Tensor& index) {
   EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
               "index_select(): Expected dtype int32 or int64 for index, but got ", dtype_name(index.dtype()));
   EMBER_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, but got index of shape ",
@@ -326,6 +368,7 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
     int64_t bad;
     EMBER_CHECK_INDEX(index_in_range(idx, 1, false, &bad), "index out of range in self (index ", bad,
                       " is out of bounds for a 0-dim tensor)");
+    dim = 0;
     return clone(self);
   }
   dim = wrap_dim(dim, self.dim());
@@ -340,6 +383,18 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   if (out.numel() == 0) return out;
   TensorIterator it({out, restride(self, shape, src_st), restride(idx, shape, idx_st)}, 1, shape);
   index_gather_stub.get(self.device())(it, self.strides()[dim]);
+  return out;
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  autograd::RecordScope scope({&self});
+  Tensor out = index_select_impl(self, dim, index);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_index_select(self, dim, index, out);
+  }
   return out;
 }
 
@@ -415,42 +470,87 @@ const Tensor& scatter_impl(const char* op, const Tensor& self, int64_t dim, cons
 }  // namespace
 
 Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
+  autograd::RecordScope scope({&self});
   dim = check_gather_scatter("gather", self, dim, index, nullptr);
   Tensor out = empty(index.sizes(), self.dtype(), self.device());
-  if (out.numel() == 0) return out;
-  Tensor i1 = as_1d_if_scalar(index);
-  TensorIterator it({as_1d_if_scalar(out), along_index(self, dim, index), i1}, 1, i1.sizes());
-  index_gather_stub.get(self.device())(it, as_1d_if_scalar(self).strides()[dim]);
+  if (out.numel() > 0) {
+    Tensor i1 = as_1d_if_scalar(index);
+    TensorIterator it({as_1d_if_scalar(out), along_index(self, dim, index), i1}, 1, i1.sizes());
+    index_gather_stub.get(self.device())(it, as_1d_if_scalar(self).strides()[dim]);
+  }
+  if (scope.rec) {
+    scope.done();
+    autograd::record_gather(self, dim, index, out);
+  }
   return out;
 }
 
-const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_impl("scatter", self, dim, index, src, false, false);
-}
-const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value) {
-  return scatter_impl("scatter", self, dim, index, scalar_tensor(value, self.dtype(), self.device()), false, true);
-}
+// The scatter family: the out-of-place op clones self, runs the in-place kernel
+// and records; the in-place op under autograd runs as the out-of-place one
+// (Note [In-place ops under autograd]; no formula reads self's old value).
+
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  autograd::RecordScope scope({&self, &src});
   Tensor r = clone(self);
-  scatter_(r, dim, index, src);
+  scatter_impl("scatter", r, dim, index, src, false, false);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_scatter(self, wrap_dim(dim, self.dim()), index, &src, r);
+  }
   return r;
 }
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value) {
+  autograd::RecordScope scope({&self});
   Tensor r = clone(self);
-  scatter_(r, dim, index, value);
+  scatter_impl("scatter", r, dim, index, scalar_tensor(value, self.dtype(), self.device()), false, true);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_scatter(self, wrap_dim(dim, self.dim()), index, nullptr, r);
+  }
   return r;
-}
-const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_impl("scatter_add", self, dim, index, src, true, false);
 }
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  autograd::RecordScope scope({&self, &src});
   Tensor r = clone(self);
-  scatter_add_(r, dim, index, src);
+  scatter_impl("scatter_add", r, dim, index, src, true, false);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_scatter_add(self, wrap_dim(dim, self.dim()), index, src, r);
+  }
   return r;
 }
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (autograd::inplace_records(self, {&src})) {
+    check_no_internal_overlap(self, "scatter");
+    autograd::inplace_with_grad(self, "scatter_", false,
+                                [&](const Tensor& s) { return scatter(s, dim, index, src); });
+    return self;
+  }
+  return scatter_impl("scatter", self, dim, index, src, false, false);
+}
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value) {
+  if (autograd::inplace_records(self, {})) {
+    check_no_internal_overlap(self, "scatter");
+    autograd::inplace_with_grad(self, "scatter_", false,
+                                [&](const Tensor& s) { return scatter(s, dim, index, value); });
+    return self;
+  }
+  return scatter_impl("scatter", self, dim, index, scalar_tensor(value, self.dtype(), self.device()), false, true);
+}
+const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (autograd::inplace_records(self, {&src})) {
+    check_no_internal_overlap(self, "scatter_add");
+    autograd::inplace_with_grad(self, "scatter_add_", false,
+                                [&](const Tensor& s) { return scatter_add(s, dim, index, src); });
+    return self;
+  }
+  return scatter_impl("scatter_add", self, dim, index, src, true, false);
+}
 
-const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                         Scalar alpha) {
+namespace {
+
+const Tensor& index_add_impl(const Tensor& self, int64_t& dim, const Tensor& index, const Tensor& source,
+                             Scalar alpha) {
   EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
               "index_add_(): Expected dtype int32/int64 for index, but got ", dtype_name(index.dtype()));
   EMBER_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector, but got index of shape ",
@@ -487,20 +587,44 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
   return self;
 }
 
+}  // namespace
+
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+  autograd::RecordScope scope({&self, &source});
   Tensor r = clone(self);
-  index_add_(r, dim, index, source, alpha);
+  index_add_impl(r, dim, index, source, alpha);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_index_add(self, dim, index, source, alpha, r);
+  }
   return r;
+}
+
+const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                         Scalar alpha) {
+  if (autograd::inplace_records(self, {&source})) {
+    check_no_internal_overlap(self, "index_add_");
+    autograd::inplace_with_grad(self, "index_add_", false,
+                                [&](const Tensor& s) { return index_add(s, dim, index, source, alpha); });
+    return self;
+  }
+  return index_add_impl(self, dim, index, source, alpha);
 }
 
 // ---- masks ----------------------------------------------------------------------------------
 
-const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor& value) {
+namespace {
+
+void check_masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
   EMBER_CHECK(mask.dtype() == DType::Bool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               dtype_name(mask.dtype()));
   EMBER_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
   check_same_device(self, mask, "masked_fill_");
+}
+
+const Tensor& masked_fill_impl(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  check_masked_fill(self, mask, value);
   check_no_internal_overlap(self, "masked_fill_");
   Tensor m = expand_to(mask, self.sizes(), "masked_fill_");
   if (self.numel() == 0) return self;
@@ -512,38 +636,83 @@ const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor&
   return self;
 }
 
-const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
-  return masked_fill_(self, mask, scalar_tensor(value, self.dtype(), self.device()));
-}
-
-Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
+/// `grad_value`: the value tensor when it is differentiable (MaskedFillBackward1),
+/// null for a Python number (MaskedFillBackward0).
+Tensor masked_fill_impl_out(const Tensor& self, const Tensor& mask, const Tensor& value,
+                            const Tensor* grad_value) {
+  autograd::RecordScope scope({&self, grad_value});
   Shape shape = broadcast_shapes(self.sizes(), mask.sizes());
   Tensor r = clone(expand_to(self, shape));
-  masked_fill_(r, mask, value);
+  masked_fill_impl(r, mask, value);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_masked_fill(self, mask, grad_value, r);
+  }
   return r;
 }
 
+/// The checks the in-place kernel makes, run before an in-place op under autograd.
+void check_masked_fill_inplace(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  check_masked_fill(self, mask, value);
+  check_no_internal_overlap(self, "masked_fill_");
+  expand_to(mask, self.sizes(), "masked_fill_");
+}
+
+}  // namespace
+
+const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  if (autograd::inplace_records(self, {&value})) {
+    check_masked_fill_inplace(self, mask, value);
+    autograd::inplace_with_grad(self, "masked_fill_", false,
+                                [&](const Tensor& s) { return masked_fill(s, mask, value); });
+    return self;
+  }
+  return masked_fill_impl(self, mask, value);
+}
+
+const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
+  Tensor v = scalar_tensor(value, self.dtype(), self.device());
+  if (autograd::inplace_records(self, {})) {
+    check_masked_fill_inplace(self, mask, v);
+    autograd::inplace_with_grad(self, "masked_fill_", false,
+                                [&](const Tensor& s) { return masked_fill(s, mask, value); });
+    return self;
+  }
+  return masked_fill_impl(self, mask, v);
+}
+
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  return masked_fill_impl_out(self, mask, value, &value);
+}
+
 Tensor masked_fill(const Tensor& self, const Tensor& mask, Scalar value) {
-  return masked_fill(self, mask, scalar_tensor(value, self.dtype(), self.device()));
+  return masked_fill_impl_out(self, mask, scalar_tensor(value, self.dtype(), self.device()), nullptr);
 }
 
 Tensor masked_select(const Tensor& self, const Tensor& mask) {
   EMBER_CHECK(mask.dtype() == DType::Bool, "masked_select: expected BoolTensor for mask, but got ",
               dtype_name(mask.dtype()));
   check_same_device(self, mask, "masked_select");
+  autograd::RecordScope scope({&self});
   Shape shape = broadcast_shapes(self.sizes(), mask.sizes());
   Tensor s = expand_to(self, shape, "masked_select"), m = expand_to(mask, shape, "masked_select");
   if (s.dim() == 0) {
     s = unsqueeze(s, 0);
     m = unsqueeze(m, 0);
   }
-  return index(s, {std::optional<Tensor>(m)});
+  Tensor out = index(s, {std::optional<Tensor>(m)});
+  if (scope.rec) {
+    scope.done();
+    autograd::record_masked_select(self, mask, out);
+  }
+  return out;
 }
 
 Tensor take(const Tensor& self, const Tensor& index) {
   EMBER_CHECK(index.dtype() == DType::Int64, "take(): Expected a long tensor for index, but got ",
               dtype_name(index.dtype()));
   check_same_device(self, index, "take");
+  autograd::RecordScope scope({&self});
   int64_t n = self.numel();
   EMBER_CHECK_INDEX(n > 0 || index.numel() == 0, "take(): tried to take from an empty tensor");
   Tensor flat = reshape(self, Shape{n});
@@ -555,9 +724,15 @@ Tensor take(const Tensor& self, const Tensor& index) {
                       "out of range: tried to access index ", bad, " on a tensor of ", n, " elements.");
   }
   Tensor out = empty(index.sizes(), self.dtype(), self.device());
-  if (out.numel() == 0) return out;
-  TensorIterator it({out, restride(flat, index.sizes(), Shape(size_t(index.dim()), 0)), offs}, 1, index.sizes());
-  index_gather_stub.get(self.device())(it, 1);
+  if (out.numel() > 0) {
+    TensorIterator it({out, restride(flat, index.sizes(), Shape(size_t(index.dim()), 0)), offs}, 1,
+                      index.sizes());
+    index_gather_stub.get(self.device())(it, 1);
+  }
+  if (scope.rec) {
+    scope.done();
+    autograd::record_take(self, index, out);
+  }
   return out;
 }
 

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "ember/autograd/derivatives/index.h"
+#include "ember/autograd/derivatives/join.h"
+#include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -46,7 +49,10 @@ RemapTables identity_tables(const Tensor& a) {
 
 // ---- cat / stack ------------------------------------------------------------------
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+namespace {
+
+/// cat without autograd; `d` gets the wrapped dim.
+Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim, int64_t& d) {
   EMBER_CHECK(!tensors.empty(), "ember.cat(): expected a non-empty list of Tensors");
   check_devices(tensors, "cat");
   DType dtype = tensors[0].dtype();
@@ -61,10 +67,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   for (size_t i = 0; i < tensors.size() && !ref; ++i)
     if (!cat_skips(tensors[i])) ref = &tensors[i], ref_i = i;
   if (!ref) {  // every input is 1-d and empty: the result is too
-    wrap_dim(dim, 1);
+    d = wrap_dim(dim, 1);
     return empty(tensors[0].sizes(), dtype, tensors[0].device());
   }
-  int64_t d = wrap_dim(dim, ref->dim());
+  d = wrap_dim(dim, ref->dim());
   Shape out_sizes = ref->sizes();
   int64_t total = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -95,6 +101,19 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   return out;
 }
 
+}  // namespace
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  autograd::RecordScope scope(tensors);
+  int64_t d = 0;
+  Tensor out = cat_impl(tensors, dim, d);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_cat(tensors, d, out);
+  }
+  return out;
+}
+
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   for (size_t i = 1; i < tensors.size(); ++i)
@@ -102,10 +121,16 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
                 "stack expects each tensor to be equal size, but got ", shape_str(tensors[0].sizes()),
                 " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
   int64_t d = wrap_dim(dim, tensors[0].dim() + 1);
+  autograd::RecordScope scope(tensors);
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());
   for (const Tensor& t : tensors) parts.push_back(unsqueeze(t, d));
-  return cat(parts, d);
+  Tensor out = cat(parts, d);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_stack(tensors, d, out);
+  }
+  return out;
 }
 
 Tensor atleast_1d(const Tensor& a) { return a.dim() == 0 ? reshape(a, Shape{1}) : a; }
@@ -157,6 +182,7 @@ Tensor column_stack(const std::vector<Tensor>& tensors) {
 // ---- flip / roll ------------------------------------------------------------------
 
 Tensor flip(const Tensor& a, const Shape& dims) {
+  autograd::RecordScope scope({&a});
   std::vector<bool> seen(size_t(std::max<int64_t>(a.dim(), 1)), false);
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, a.dim());
@@ -169,7 +195,12 @@ Tensor flip(const Tensor& a, const Shape& dims) {
     int64_t n = a.sizes()[d], st = a.strides()[d];
     for (int64_t i = 0; i < n; ++i) tables[d][i] = (n - 1 - i) * st;
   }
-  return remap(a, a.sizes(), tables);
+  Tensor out = remap(a, a.sizes(), tables);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_flip(a, dims, out);
+  }
+  return out;
 }
 
 Tensor fliplr(const Tensor& a) {
@@ -183,13 +214,15 @@ Tensor flipud(const Tensor& a) {
   return flip(a, Shape{0});
 }
 
-Tensor roll(const Tensor& a, const Shape& shifts, const Shape& dims) {
+namespace {
+
+Tensor roll_impl(const Tensor& a, const Shape& shifts, const Shape& dims) {
   EMBER_CHECK(!shifts.empty(), "`shifts` required");
   if (dims.empty()) {
     EMBER_CHECK(shifts.size() == 1, "shifts and dimensions must align. shifts: ", shifts.size(),
                 ", dims:0 (without dims, roll takes a single shift of the flattened tensor)");
     Tensor flat = reshape(a, Shape{a.numel()});
-    return view(roll(flat, shifts, Shape{0}), a.sizes());
+    return view(roll_impl(flat, shifts, Shape{0}), a.sizes());
   }
   EMBER_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
               shifts.size(), ", dims:", dims.size());
@@ -208,6 +241,18 @@ Tensor roll(const Tensor& a, const Shape& shifts, const Shape& dims) {
     for (int64_t i = 0; i < n; ++i) tables[d][i] = ((i - s + n) % n) * st;
   }
   return remap(a, a.sizes(), tables);
+}
+
+}  // namespace
+
+Tensor roll(const Tensor& a, const Shape& shifts, const Shape& dims) {
+  autograd::RecordScope scope({&a});
+  Tensor out = roll_impl(a, shifts, dims);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_roll(a, shifts, dims, out);
+  }
+  return out;
 }
 
 // ---- repeat / tile / repeat_interleave -----------------------------------------------------
@@ -233,10 +278,16 @@ Tensor repeat(const Tensor& a, const Shape& repeats) {
     src_strides.push_back(0);
     src_strides.push_back(i < lead ? 0 : a.strides()[i - lead]);
   }
+  autograd::RecordScope scope({&a});
   Tensor out = empty(out_sizes, a.dtype(), a.device());
-  if (out.numel() == 0) return out;
-  Tensor dst = make_view(out, dst_sizes, contiguous_strides(dst_sizes), 0);
-  copy_(dst, make_view(a, src_sizes, src_strides, a.storage_offset()));
+  if (out.numel() > 0) {
+    Tensor dst = make_view(out, dst_sizes, contiguous_strides(dst_sizes), 0);
+    copy_(dst, make_view(a, src_sizes, src_strides, a.storage_offset()));
+  }
+  if (scope.rec) {
+    scope.done();
+    autograd::record_repeat(a, repeats, out);
+  }
   return out;
 }
 
@@ -255,16 +306,29 @@ Tensor repeat_interleave(const Tensor& a, int64_t repeats, std::optional<int64_t
   Tensor in = dim ? a : reshape(a, Shape{a.numel()});
   int64_t d = dim ? wrap_dim(*dim, in.dim()) : 0;
   if (in.dim() == 0) in = reshape(in, Shape{1});
+  autograd::RecordScope scope({&in});
   // Output index j along d reads input index j / repeats (Note [Index remap]).
   Shape out_sizes = in.sizes();
   out_sizes[d] = checked_mul(in.sizes()[d], repeats, "repeat_interleave");
-  if (checked_numel(out_sizes) == 0) return empty(out_sizes, in.dtype(), in.device());
-  RemapTables tables = identity_tables(in);
-  std::vector<int64_t>& t = tables[d];
-  int64_t st = in.strides()[d];
-  t.resize(size_t(out_sizes[d]));
-  for (int64_t j = 0; j < out_sizes[d]; ++j) t[j] = (j / repeats) * st;
-  return remap(in, out_sizes, tables);
+  Tensor out;
+  if (checked_numel(out_sizes) == 0) {
+    out = empty(out_sizes, in.dtype(), in.device());
+  } else {
+    RemapTables tables = identity_tables(in);
+    std::vector<int64_t>& t = tables[d];
+    int64_t st = in.strides()[d];
+    t.resize(size_t(out_sizes[d]));
+    for (int64_t j = 0; j < out_sizes[d]; ++j) t[j] = (j / repeats) * st;
+    out = remap(in, out_sizes, tables);
+  }
+  if (scope.rec) {
+    scope.done();
+    // PyTorch's repeat_interleave is index_select(in, d, [0]*r + [1]*r + ...).
+    std::vector<int64_t> idx(size_t(out_sizes[d]));
+    for (int64_t j = 0; j < out_sizes[d]; ++j) idx[j] = j / repeats;
+    autograd::record_index_select(in, d, int64_tensor(idx, in.device()), out);
+  }
+  return out;
 }
 
 Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<int64_t> dim) {
@@ -285,6 +349,7 @@ Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<i
     check_repeats(r);
     total = checked_add(total, r, "repeat_interleave");
   }
+  autograd::RecordScope scope({&in});
   RemapTables tables = identity_tables(in);
   std::vector<int64_t>& t = tables[d];
   t.clear();
@@ -293,7 +358,15 @@ Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<i
   for (size_t i = 0; i < reps.size(); ++i) t.insert(t.end(), size_t(reps[i]), int64_t(i) * st);
   Shape out_sizes = in.sizes();
   out_sizes[d] = total;
-  return remap(in, out_sizes, tables);
+  Tensor out = remap(in, out_sizes, tables);
+  if (scope.rec) {
+    scope.done();
+    std::vector<int64_t> idx;
+    idx.reserve(size_t(total));
+    for (size_t i = 0; i < reps.size(); ++i) idx.insert(idx.end(), size_t(reps[i]), int64_t(i));
+    autograd::record_index_select(in, d, int64_tensor(idx, in.device()), out);
+  }
+  return out;
 }
 
 Tensor repeat_interleave(const Tensor& repeats) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "ember/autograd/derivatives/join.h"
+#include "ember/autograd/record.h"
 #include "ember/ops/join.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
@@ -29,8 +31,9 @@ Tensor as_1d_if_scalar(const Tensor& t) { return t.dim() == 0 ? reshape(t, Shape
 
 // ---- sort / argsort / msort -------------------------------------------------------------
 
-std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending, bool stable) {
-  int64_t d = wrap_dim(dim, self.dim());
+namespace {
+
+std::tuple<Tensor, Tensor> sort_impl(const Tensor& self, int64_t d, bool descending, bool stable) {
   Tensor values = empty(self.sizes(), self.dtype(), self.device());
   Tensor indices = empty(self.sizes(), DType::Int64, self.device());
   if (self.numel() == 0) return {values, indices};
@@ -43,8 +46,23 @@ std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending
   return {values, indices};
 }
 
+}  // namespace
+
+std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending, bool stable) {
+  int64_t d = wrap_dim(dim, self.dim());
+  autograd::RecordScope scope({&self});
+  auto [values, indices] = sort_impl(self, d, descending, stable);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_value_selecting("SortBackward0", self, d, indices, false, values);
+  }
+  return {values, indices};
+}
+
 Tensor argsort(const Tensor& self, int64_t dim, bool descending, bool stable) {
-  return std::get<1>(sort(self, dim, descending, stable));
+  // Indices only: nothing to differentiate, so no node.
+  autograd::GradModeGuard no_grad(false);
+  return std::get<1>(sort_impl(self, wrap_dim(dim, self.dim()), descending, stable));
 }
 
 Tensor msort(const Tensor& self) { return std::get<0>(sort(self, 0, false, false)); }
@@ -58,13 +76,21 @@ std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool
   int64_t slice = self.dim() == 0 ? 1 : self.sizes()[d];
   EMBER_CHECK(k >= 0 && k <= slice, "selected index k out of range (k = ", k, ", but dimension ",
               d, " of the input of shape ", shape_str(self.sizes()), " has size ", slice, ")");
+  autograd::RecordScope scope({&self});
   Tensor in = as_1d_if_scalar(self);
   Shape sizes = in.sizes();
   sizes[d] = k;
   Tensor values = empty(sizes, self.dtype(), self.device());
   Tensor indices = empty(sizes, DType::Int64, self.device());
   if (values.numel() > 0) topk_stub.get(self.device())(values, indices, in, k, d, largest, sorted);
-  if (self.dim() == 0 && k == 1) return {view(values, Shape{}), view(indices, Shape{})};
+  if (self.dim() == 0 && k == 1) {
+    values = view(values, Shape{});
+    indices = view(indices, Shape{});
+  }
+  if (scope.rec) {
+    scope.done();
+    autograd::record_value_selecting("TopkBackward0", self, d, indices, false, values);
+  }
   return {values, indices};
 }
 
@@ -76,14 +102,26 @@ std::tuple<Tensor, Tensor> kthvalue(const Tensor& self, int64_t k, int64_t dim, 
                     " to have non-zero size (input shape ", shape_str(self.sizes()), ")");
   EMBER_CHECK(k >= 1 && k <= slice, "kthvalue(): selected number k out of range for dimension ", d,
               " (k = ", k, ", but the dimension has size ", slice, ")");
+  autograd::RecordScope scope({&self});
   Tensor in = as_1d_if_scalar(self);
   Shape sizes = in.sizes();
   sizes[d] = 1;
   Tensor values = empty(sizes, self.dtype(), self.device());
   Tensor indices = empty(sizes, DType::Int64, self.device());
   if (values.numel() > 0) kthvalue_stub.get(self.device())(values, indices, in, k, d);
-  if (self.dim() == 0) return {view(values, Shape{}), view(indices, Shape{})};
-  if (!keepdim) return {squeeze(values, Shape{d}), squeeze(indices, Shape{d})};
+  bool squeezed = false;
+  if (self.dim() == 0) {
+    values = view(values, Shape{});
+    indices = view(indices, Shape{});
+  } else if (!keepdim) {
+    values = squeeze(values, Shape{d});
+    indices = squeeze(indices, Shape{d});
+    squeezed = true;
+  }
+  if (scope.rec) {
+    scope.done();
+    autograd::record_value_selecting("KthvalueBackward0", self, d, indices, squeezed, values);
+  }
   return {values, indices};
 }
 
@@ -95,6 +133,7 @@ std::tuple<Tensor, Tensor, Tensor> unique_impl(const Tensor& self, bool consecut
                                                bool return_inverse, bool return_counts,
                                                std::optional<int64_t> dim) {
   const char* op = consecutive ? "unique_consecutive" : "unique";
+  autograd::RecordScope scope({&self});
   Device dev = self.device();
   std::vector<int64_t> first, inverse, counts;
   Tensor output;
@@ -127,6 +166,13 @@ std::tuple<Tensor, Tensor, Tensor> unique_impl(const Tensor& self, bool consecut
   Tensor inv, cnt;
   if (return_inverse) inv = view(int64_tensor(inverse, dev), inverse_shape);
   if (return_counts) cnt = int64_tensor(counts, dev);
+  if (scope.rec) {
+    // PyTorch's output requires grad but has no formula: backward raises.
+    scope.done();
+    if (consecutive) autograd::record_not_implemented("UniqueConsecutiveBackward0", "unique_consecutive", self, output);
+    else if (dim) autograd::record_not_implemented("UniqueDimBackward0", "unique_dim", self, output);
+    else autograd::record_not_implemented("Unique2Backward0", "_unique2", self, output);
+  }
   return {output, inv, cnt};
 }
 
