@@ -95,3 +95,15 @@ class layout:
 
 strided = layout("strided")
 _C.Tensor.layout = property(lambda self: strided, doc="The memory layout: always ember.strided.")
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=None):
+    """A copy on the GPU (``device`` index or ember.device; default the current one)."""
+    if device is None:
+        device = "cuda"
+    elif isinstance(device, int):
+        device = f"cuda:{device}"
+    return self.to(device, non_blocking=non_blocking)
+
+
+_C.Tensor.cuda = _cuda

@@ -130,9 +130,15 @@ CpuAllocatorStats cpu_allocator_stats() { return the_cpu_allocator().stats(); }
 void cpu_allocator_empty_cache() { the_cpu_allocator().empty_cache(); }
 void cpu_allocator_set_limit(int64_t bytes) { the_cpu_allocator().set_limit(bytes); }
 
+void (*lazy_device_init_hook)(DeviceType t) = nullptr;
+
 Allocator* allocator_for(Device d) {
   if (d.is_cpu()) return cpu_allocator();
   Allocator* a = g_allocators[int(d.type)];
+  if (!a && lazy_device_init_hook) {
+    lazy_device_init_hook(d.type);
+    a = g_allocators[int(d.type)];
+  }
   EMBER_CHECK(a, "no allocator for device ", d.str(),
               ": ember was built without CUDA or the CUDA backend is not loaded "
               "(ember.cuda.is_available() is False)");

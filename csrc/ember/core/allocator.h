@@ -33,8 +33,12 @@ CpuAllocatorStats cpu_allocator_stats();
 void cpu_allocator_empty_cache();
 void cpu_allocator_set_limit(int64_t bytes);
 
-/// The allocator for a device (CUDA's is registered by the CUDA backend).
+/// The allocator for a device (CUDA's is registered by the CUDA backend,
+/// loaded on first use through `lazy_device_init_hook`).
 Allocator* allocator_for(Device d);
+/// Set by the Python layer: loads the backend for a device type (ember.cuda's
+/// lazy init), raising a clear error when it cannot.
+extern void (*lazy_device_init_hook)(DeviceType t);
 void register_allocator(DeviceType t, Allocator* a);
 
 }  // namespace ember

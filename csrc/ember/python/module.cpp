@@ -2,6 +2,7 @@
 // translator from C++ exceptions to Python exceptions.
 #include <Python.h>
 
+#include "ember/core/allocator.h"
 #include "ember/core/error.h"
 #include "ember/core/parallel.h"
 #include "ember/python/bind.h"
@@ -30,6 +31,17 @@ void translate(std::exception_ptr p) {
   }
 }
 
+// Loads ember._C_cuda on first use of a CUDA tensor (ember.cuda._lazy_init
+// raises the user-facing error when there is no backend or no GPU).
+void lazy_cuda_init(ember::DeviceType) {
+  py::gil_scoped_acquire gil;
+  try {
+    py::module_::import("ember.cuda").attr("_lazy_init")();
+  } catch (py::error_already_set& e) {
+    throw ember::Error(ember::ErrorKind::Runtime, py::str(e.value()).cast<std::string>());
+  }
+}
+
 }  // namespace
 }  // namespace ember::python
 
@@ -37,6 +49,7 @@ PYBIND11_MODULE(_C, m) {
   using namespace ember::python;
   m.doc() = "ember's C++ core";
   py::register_exception_translator(&translate);
+  ember::lazy_device_init_hook = &lazy_cuda_init;
   init_tensor(m);
   init_ops(m);
   init_factories(m);
