@@ -57,8 +57,8 @@ struct AdvancedIndex {
 
 /// Turns bool/uint8 masks into int64 coordinate tensors (one per mask dim) and
 /// int32 indices into int64; checks dtypes, mask shapes and the index count.
-std::vector<std::optional<Tensor>> expand_indices(const Tensor& self,
-                                                  const std::vector<std::optional<Tensor>>& indices) {
+std::vector<std::optional<Tensor>> expand_indices(
+    const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
   std::vector<std::optional<Tensor>> out;
   for (const auto& opt : indices) {
     if (!opt || !opt->defined()) {
@@ -71,13 +71,13 @@ std::vector<std::optional<Tensor>> expand_indices(const Tensor& self,
                 self.device().str(), ")");
     if (is_mask(t.dtype())) {
       int64_t start = int64_t(out.size()), k = t.dim();
-      EMBER_CHECK_INDEX(start + k <= self.dim(), "too many indices for tensor of dimension ", self.dim(),
-                        " (got ", start + k, ")");
+      EMBER_CHECK_INDEX(start + k <= self.dim(), "too many indices for tensor of dimension ",
+                        self.dim(), " (got ", start + k, ")");
       for (int64_t j = 0; j < k; ++j)
         EMBER_CHECK_INDEX(t.sizes()[j] == self.sizes()[start + j], "The shape of the mask ",
                           shape_str(t.sizes()), " at index ", j,
-                          " does not match the shape of the indexed tensor ", shape_str(self.sizes()),
-                          " at index ", start + j);
+                          " does not match the shape of the indexed tensor ",
+                          shape_str(self.sizes()), " at index ", start + j);
       Tensor nz = nonzero(t);
       for (int64_t j = 0; j < k; ++j) out.emplace_back(select(nz, 1, j));
     } else if (t.dtype() == DType::Int64) {
@@ -85,7 +85,8 @@ std::vector<std::optional<Tensor>> expand_indices(const Tensor& self,
     } else if (t.dtype() == DType::Int32) {
       out.emplace_back(to_dtype(t, DType::Int64));
     } else {
-      raise(ErrorKind::Index, "tensors used as indices must be long, int, byte or bool tensors (got ",
+      raise(ErrorKind::Index,
+            "tensors used as indices must be long, int, byte or bool tensors (got ",
             dtype_name(t.dtype()), ")");
     }
   }
@@ -94,7 +95,8 @@ std::vector<std::optional<Tensor>> expand_indices(const Tensor& self,
   return out;
 }
 
-AdvancedIndex make_advanced_index(const Tensor& self, const std::vector<std::optional<Tensor>>& raw) {
+AdvancedIndex make_advanced_index(const Tensor& self,
+                                  const std::vector<std::optional<Tensor>>& raw) {
   std::vector<std::optional<Tensor>> idx = expand_indices(self, raw);
   const int64_t nd = self.dim();
   idx.resize(size_t(nd));
@@ -118,8 +120,8 @@ AdvancedIndex make_advanced_index(const Tensor& self, const std::vector<std::opt
     std::string shapes;
     for (const auto& o : idx)
       if (o) shapes += (shapes.empty() ? "" : ", ") + shape_str(o->sizes());
-    raise(ErrorKind::Index, "shape mismatch: indexing tensors could not be broadcast together with shapes ",
-          shapes);
+    raise(ErrorKind::Index,
+          "shape mismatch: indexing tensors could not be broadcast together with shapes ", shapes);
   }
   EMBER_CHECK(!first, "index: expected at least one index tensor");
   // Indexed dims separated by a non-indexed one go to the front (NumPy's rule).
@@ -146,8 +148,9 @@ AdvancedIndex make_advanced_index(const Tensor& self, const std::vector<std::opt
     if (offs.numel() == 0) break;
     TensorIterator it({offs, expand_to(t, bshape)}, 1, bshape);
     int64_t bad = 0, size = self.sizes()[d];
-    EMBER_CHECK_INDEX(index_offsets_stub.get(self.device())(it, size, self.strides()[d], true, &bad),
-                      "index ", bad, " is out of bounds for dimension ", d, " with size ", size);
+    EMBER_CHECK_INDEX(
+        index_offsets_stub.get(self.device())(it, size, self.strides()[d], true, &bad), "index ",
+        bad, " is out of bounds for dimension ", d, " with size ", size);
   }
   // Result: dims before the run, the broadcast index shape, dims after it.
   AdvancedIndex r;
@@ -176,7 +179,7 @@ AdvancedIndex make_advanced_index(const Tensor& self, const std::vector<std::opt
 // ---- Python-style index tuples ------------------------------------------------------------
 
 struct Sliced {
-  Tensor t;  // self after the basic indices (a view)
+  Tensor t;                                // self after the basic indices (a view)
   std::vector<std::optional<Tensor>> idx;  // int64 index tensors per dim of t
 };
 
@@ -184,12 +187,16 @@ Sliced apply_slicing(const Tensor& self, const std::vector<TensorIndex>& indices
   using K = TensorIndex::Kind;
   int64_t specified = 0, ellipses = 0;
   for (const auto& i : indices) {
-    if (i.kind == K::Int || i.kind == K::Slice) ++specified;
-    else if (i.kind == K::Ellipsis) ++ellipses;
-    else if (i.kind == K::Tensor) specified += is_mask(i.tensor.dtype()) ? i.tensor.dim() : 1;
+    if (i.kind == K::Int || i.kind == K::Slice)
+      ++specified;
+    else if (i.kind == K::Ellipsis)
+      ++ellipses;
+    else if (i.kind == K::Tensor)
+      specified += is_mask(i.tensor.dtype()) ? i.tensor.dim() : 1;
   }
   EMBER_CHECK_INDEX(ellipses <= 1, "an index can only have a single ellipsis ('...')");
-  EMBER_CHECK_INDEX(specified <= self.dim(), "too many indices for tensor of dimension ", self.dim());
+  EMBER_CHECK_INDEX(specified <= self.dim(), "too many indices for tensor of dimension ",
+                    self.dim());
 
   Sliced s;
   Tensor r = self;
@@ -200,30 +207,45 @@ Sliced apply_slicing(const Tensor& self, const std::vector<TensorIndex>& indices
   };
   auto apply_bool = [&](bool b) {
     r = unsqueeze(r, dim);
-    record(b ? zeros(Shape{1}, DType::Int64, self.device()) : empty(Shape{0}, DType::Int64, self.device()));
+    record(b ? zeros(Shape{1}, DType::Int64, self.device())
+             : empty(Shape{0}, DType::Int64, self.device()));
     ++dim;
   };
   for (const auto& i : indices) {
     switch (i.kind) {
-      case K::Int: r = select(r, dim, i.value); break;
-      case K::Slice: r = slice(r, dim, i.start, i.stop, i.step); ++dim; break;
-      case K::None: r = unsqueeze(r, dim); ++dim; break;
-      case K::Ellipsis: dim += self.dim() - specified; break;
-      case K::Bool: apply_bool(i.value != 0); break;
+      case K::Int:
+        r = select(r, dim, i.value);
+        break;
+      case K::Slice:
+        r = slice(r, dim, i.start, i.stop, i.step);
+        ++dim;
+        break;
+      case K::None:
+        r = unsqueeze(r, dim);
+        ++dim;
+        break;
+      case K::Ellipsis:
+        dim += self.dim() - specified;
+        break;
+      case K::Bool:
+        apply_bool(i.value != 0);
+        break;
       case K::Tensor: {
         const Tensor& t = i.tensor;
         DType dt = t.dtype();
         if (t.dim() == 0 && is_integral(dt, true)) {
           // A 0-d integer tensor indexes like an int (a view); a 0-d bool like True/False.
-          if (is_mask(dt)) apply_bool(item_int(t) != 0);
-          else r = select(r, dim, item_int(t));
+          if (is_mask(dt))
+            apply_bool(item_int(t) != 0);
+          else
+            r = select(r, dim, item_int(t));
         } else if (is_mask(dt)) {
           const Tensor& rr = r;  // masks are checked against the dims they cover
           for (int64_t j = 0; j < t.dim(); ++j)
             EMBER_CHECK_INDEX(dim + j < rr.dim() && t.sizes()[j] == rr.sizes()[dim + j],
                               "The shape of the mask ", shape_str(t.sizes()), " at index ", j,
-                              " does not match the shape of the indexed tensor ", shape_str(rr.sizes()),
-                              " at index ", dim + j);
+                              " does not match the shape of the indexed tensor ",
+                              shape_str(rr.sizes()), " at index ", dim + j);
           Tensor nz = nonzero(t);
           for (int64_t j = 0; j < t.dim(); ++j) {
             record(select(nz, 1, j));
@@ -233,7 +255,8 @@ Sliced apply_slicing(const Tensor& self, const std::vector<TensorIndex>& indices
           record(dt == DType::Int64 ? t : to_dtype(t, DType::Int64));
           ++dim;
         } else {
-          raise(ErrorKind::Index, "tensors used as indices must be long, int, byte or bool tensors (got ",
+          raise(ErrorKind::Index,
+                "tensors used as indices must be long, int, byte or bool tensors (got ",
                 dtype_name(dt), ")");
         }
         break;
@@ -294,7 +317,8 @@ Tensor index(const Tensor& self, const std::vector<std::optional<Tensor>>& indic
 namespace {
 
 void check_index_put_dtypes(const Tensor& self, const Tensor& values) {
-  EMBER_CHECK(values.dtype() == self.dtype(), "Index put requires the source and destination dtypes match, got ",
+  EMBER_CHECK(values.dtype() == self.dtype(),
+              "Index put requires the source and destination dtypes match, got ",
               dtype_name(self.dtype()), " for the destination and ", dtype_name(values.dtype()),
               " for the source.");
   check_same_device(self, values, "index_put_");
@@ -339,8 +363,8 @@ const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Ten
   return index_put_impl(self, indices, values, accumulate);
 }
 
-Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
-                 bool accumulate) {
+Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
+                 const Tensor& values, bool accumulate) {
   autograd::RecordScope scope({&self, &values});
   Tensor r = clone(self);
   index_put_impl(r, indices, values, accumulate);
@@ -357,24 +381,27 @@ namespace {
 
 Tensor index_select_impl(const Tensor& self, int64_t& dim, const Tensor& index) {
   EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
-              "index_select(): Expected dtype int32 or int64 for index, but got ", dtype_name(index.dtype()));
-  EMBER_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, but got index of shape ",
+              "index_select(): Expected dtype int32 or int64 for index, but got ",
+              dtype_name(index.dtype()));
+  EMBER_CHECK_INDEX(index.dim() <= 1,
+                    "index_select(): Index is supposed to be a vector, but got index of shape ",
                     shape_str(index.sizes()));
   check_same_device(self, index, "index_select");
   Tensor idx = to_dtype(index, DType::Int64);
   if (self.dim() == 0) {
-    EMBER_CHECK_INDEX(idx.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
-                      idx.numel(), " value(s)");
+    EMBER_CHECK_INDEX(idx.numel() == 1,
+                      "index_select(): Index to scalar can have only 1 value, got ", idx.numel(),
+                      " value(s)");
     int64_t bad;
-    EMBER_CHECK_INDEX(index_in_range(idx, 1, false, &bad), "index out of range in self (index ", bad,
-                      " is out of bounds for a 0-dim tensor)");
+    EMBER_CHECK_INDEX(index_in_range(idx, 1, false, &bad), "index out of range in self (index ",
+                      bad, " is out of bounds for a 0-dim tensor)");
     dim = 0;
     return clone(self);
   }
   dim = wrap_dim(dim, self.dim());
   int64_t size = self.sizes()[dim], bad = 0;
-  EMBER_CHECK_INDEX(index_in_range(idx, size, false, &bad), "index out of range in self (index ", bad,
-                    " is out of bounds for dimension ", dim, " with size ", size, ")");
+  EMBER_CHECK_INDEX(index_in_range(idx, size, false, &bad), "index out of range in self (index ",
+                    bad, " is out of bounds for dimension ", dim, " with size ", size, ")");
   Shape shape = self.sizes(), src_st = self.strides(), idx_st(size_t(self.dim()), 0);
   shape[dim] = idx.numel();
   src_st[dim] = 0;
@@ -408,14 +435,16 @@ int64_t check_gather_scatter(const char* op, const Tensor& self, int64_t dim, co
   check_same_device(self, index, op);
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   dim = wrap_dim(dim, self.dim());
-  EMBER_CHECK(std::max<int64_t>(index.dim(), 1) == nd, "Index tensor must have the same number of dimensions as ",
-              src ? "self" : "input", " tensor (", op, ": index has ", index.dim(), ", self has ", self.dim(), ")");
+  EMBER_CHECK(std::max<int64_t>(index.dim(), 1) == nd,
+              "Index tensor must have the same number of dimensions as ", src ? "self" : "input",
+              " tensor (", op, ": index has ", index.dim(), ", self has ", self.dim(), ")");
   if (src) {
-    EMBER_CHECK(src->dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to src.dtype (got ",
-                dtype_name(self.dtype()), " and ", dtype_name(src->dtype()), ")");
+    EMBER_CHECK(src->dtype() == self.dtype(), op,
+                "(): Expected self.dtype to be equal to src.dtype (got ", dtype_name(self.dtype()),
+                " and ", dtype_name(src->dtype()), ")");
     EMBER_CHECK(std::max<int64_t>(src->dim(), 1) == nd,
-                "Index tensor must have the same number of dimensions as src tensor (", op, ": index has ",
-                index.dim(), ", src has ", src->dim(), ")");
+                "Index tensor must have the same number of dimensions as src tensor (", op,
+                ": index has ", index.dim(), ", src has ", src->dim(), ")");
   }
   if (index.numel() == 0) return dim;
   Tensor s1 = as_1d_if_scalar(self), i1 = as_1d_if_scalar(index);
@@ -424,16 +453,17 @@ int64_t check_gather_scatter(const char* op, const Tensor& self, int64_t dim, co
     if (src) {
       Tensor c1 = as_1d_if_scalar(*src);
       EMBER_CHECK(ok && i1.sizes()[d] <= c1.sizes()[d], "Expected index ", shape_str(index.sizes()),
-                  " to be smaller than self ", shape_str(self.sizes()), " apart from dimension ", dim,
-                  " and to be smaller size than src ", shape_str(src->sizes()));
+                  " to be smaller than self ", shape_str(self.sizes()), " apart from dimension ",
+                  dim, " and to be smaller size than src ", shape_str(src->sizes()));
     } else {
-      EMBER_CHECK(ok, "Size does not match at dimension ", d, " expected index ", shape_str(index.sizes()),
-                  " to be smaller than self ", shape_str(self.sizes()), " apart from dimension ", dim);
+      EMBER_CHECK(ok, "Size does not match at dimension ", d, " expected index ",
+                  shape_str(index.sizes()), " to be smaller than self ", shape_str(self.sizes()),
+                  " apart from dimension ", dim);
     }
   }
   int64_t size = s1.sizes()[dim], bad = 0;
-  EMBER_CHECK(index_in_range(index, size, false, &bad), "index ", bad, " is out of bounds for dimension ", dim,
-              " with size ", size);
+  EMBER_CHECK(index_in_range(index, size, false, &bad), "index ", bad,
+              " is out of bounds for dimension ", dim, " with size ", size);
   return dim;
 }
 
@@ -502,7 +532,8 @@ Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value) {
   autograd::RecordScope scope({&self});
   Tensor r = clone(self);
-  scatter_impl("scatter", r, dim, index, scalar_tensor(value, self.dtype(), self.device()), false, true);
+  scatter_impl("scatter", r, dim, index, scalar_tensor(value, self.dtype(), self.device()), false,
+               true);
   if (scope.rec) {
     scope.done();
     autograd::record_scatter(self, wrap_dim(dim, self.dim()), index, nullptr, r);
@@ -535,9 +566,11 @@ const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Sca
                                 [&](const Tensor& s) { return scatter(s, dim, index, value); });
     return self;
   }
-  return scatter_impl("scatter", self, dim, index, scalar_tensor(value, self.dtype(), self.device()), false, true);
+  return scatter_impl("scatter", self, dim, index,
+                      scalar_tensor(value, self.dtype(), self.device()), false, true);
 }
-const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index,
+                           const Tensor& src) {
   if (autograd::inplace_records(self, {&src})) {
     check_no_internal_overlap(self, "scatter_add");
     autograd::inplace_with_grad(self, "scatter_add_", false,
@@ -549,14 +582,16 @@ const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index,
 
 namespace {
 
-const Tensor& index_add_impl(const Tensor& self, int64_t& dim, const Tensor& index, const Tensor& source,
-                             Scalar alpha) {
+const Tensor& index_add_impl(const Tensor& self, int64_t& dim, const Tensor& index,
+                             const Tensor& source, Scalar alpha) {
   EMBER_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
-              "index_add_(): Expected dtype int32/int64 for index, but got ", dtype_name(index.dtype()));
-  EMBER_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector, but got index of shape ",
+              "index_add_(): Expected dtype int32/int64 for index, but got ",
+              dtype_name(index.dtype()));
+  EMBER_CHECK_INDEX(index.dim() <= 1,
+                    "index_add_(): Index is supposed to be a vector, but got index of shape ",
                     shape_str(index.sizes()));
-  EMBER_CHECK(source.dtype() == self.dtype(), "index_add_(): self (", dtype_name(self.dtype()), ") and source (",
-              dtype_name(source.dtype()), ") must have the same scalar type");
+  EMBER_CHECK(source.dtype() == self.dtype(), "index_add_(): self (", dtype_name(self.dtype()),
+              ") and source (", dtype_name(source.dtype()), ") must have the same scalar type");
   EMBER_CHECK(!(alpha.is_floating() && !is_floating(self.dtype())),
               "For integral input tensors, argument alpha must not be a floating point number.");
   check_same_device(self, index, "index_add_");
@@ -564,24 +599,27 @@ const Tensor& index_add_impl(const Tensor& self, int64_t& dim, const Tensor& ind
   check_no_internal_overlap(self, "index_add_");
   dim = wrap_dim(dim, self.dim());
   Tensor s1 = as_1d_if_scalar(self), src1 = as_1d_if_scalar(source);
-  EMBER_CHECK(s1.dim() == src1.dim(), "index_add_(): source ", shape_str(source.sizes()), " and self ",
-              shape_str(self.sizes()), " must have the same number of dimensions");
+  EMBER_CHECK(s1.dim() == src1.dim(), "index_add_(): source ", shape_str(source.sizes()),
+              " and self ", shape_str(self.sizes()), " must have the same number of dimensions");
   int64_t n = index.numel();
   EMBER_CHECK(src1.sizes()[dim] == n, "index_add_(): Number of indices (", n,
               ") should be equal to source.size(dim) (", src1.sizes()[dim], ")");
   for (int64_t d = 0; d < s1.dim(); ++d)
-    EMBER_CHECK(d == dim || s1.sizes()[d] == src1.sizes()[d], "index_add_(): source ", shape_str(source.sizes()),
-                " must match self ", shape_str(self.sizes()), " apart from dimension ", dim);
-  Tensor idx = index.storage() == self.storage() ? to_dtype(index, DType::Int64, true) : to_dtype(index, DType::Int64);
+    EMBER_CHECK(d == dim || s1.sizes()[d] == src1.sizes()[d], "index_add_(): source ",
+                shape_str(source.sizes()), " must match self ", shape_str(self.sizes()),
+                " apart from dimension ", dim);
+  Tensor idx = index.storage() == self.storage() ? to_dtype(index, DType::Int64, true)
+                                                 : to_dtype(index, DType::Int64);
   int64_t size = s1.sizes()[dim], bad = 0;
-  EMBER_CHECK_INDEX(index_in_range(idx, size, false, &bad), "index out of range in self (index ", bad,
-                    " is out of bounds for dimension ", dim, " with size ", size, ")");
+  EMBER_CHECK_INDEX(index_in_range(idx, size, false, &bad), "index out of range in self (index ",
+                    bad, " is out of bounds for dimension ", dim, " with size ", size, ")");
   if (src1.numel() == 0) return self;
   Tensor src = source.storage() == self.storage() ? as_1d_if_scalar(clone(source)) : src1;
   Shape dst_st = s1.strides(), idx_st(size_t(s1.dim()), 0);
   dst_st[dim] = 0;
   idx_st[dim] = idx.dim() == 1 ? idx.strides()[0] : 0;
-  TensorIterator it({restride(s1, src.sizes(), dst_st), src, restride(idx, src.sizes(), idx_st)}, 1, src.sizes());
+  TensorIterator it({restride(s1, src.sizes(), dst_st), src, restride(idx, src.sizes(), idx_st)}, 1,
+                    src.sizes());
   index_scatter_stub.get(self.device())(it, s1.strides()[dim], true, alpha);
   self.bump_version();
   return self;
@@ -589,7 +627,8 @@ const Tensor& index_add_impl(const Tensor& self, int64_t& dim, const Tensor& ind
 
 }  // namespace
 
-Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                 Scalar alpha) {
   autograd::RecordScope scope({&self, &source});
   Tensor r = clone(self);
   index_add_impl(r, dim, index, source, alpha);
@@ -604,8 +643,9 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
                          Scalar alpha) {
   if (autograd::inplace_records(self, {&source})) {
     check_no_internal_overlap(self, "index_add_");
-    autograd::inplace_with_grad(self, "index_add_", false,
-                                [&](const Tensor& s) { return index_add(s, dim, index, source, alpha); });
+    autograd::inplace_with_grad(self, "index_add_", false, [&](const Tensor& s) {
+      return index_add(s, dim, index, source, alpha);
+    });
     return self;
   }
   return index_add_impl(self, dim, index, source, alpha);
@@ -616,9 +656,11 @@ const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, c
 namespace {
 
 void check_masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  EMBER_CHECK(mask.dtype() == DType::Bool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+  EMBER_CHECK(mask.dtype() == DType::Bool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ",
               dtype_name(mask.dtype()));
-  EMBER_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+  EMBER_CHECK(value.dim() == 0,
+              "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
   check_same_device(self, mask, "masked_fill_");
 }
@@ -686,7 +728,8 @@ Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) 
 }
 
 Tensor masked_fill(const Tensor& self, const Tensor& mask, Scalar value) {
-  return masked_fill_impl_out(self, mask, scalar_tensor(value, self.dtype(), self.device()), nullptr);
+  return masked_fill_impl_out(self, mask, scalar_tensor(value, self.dtype(), self.device()),
+                              nullptr);
 }
 
 Tensor masked_select(const Tensor& self, const Tensor& mask) {
@@ -720,8 +763,9 @@ Tensor take(const Tensor& self, const Tensor& index) {
   if (index.numel()) {
     TensorIterator it({offs, index}, 1, index.sizes());
     int64_t bad = 0;
-    EMBER_CHECK_INDEX(index_offsets_stub.get(self.device())(it, n, n ? flat.strides()[0] : 1, true, &bad),
-                      "out of range: tried to access index ", bad, " on a tensor of ", n, " elements.");
+    EMBER_CHECK_INDEX(
+        index_offsets_stub.get(self.device())(it, n, n ? flat.strides()[0] : 1, true, &bad),
+        "out of range: tried to access index ", bad, " on a tensor of ", n, " elements.");
   }
   Tensor out = empty(index.sizes(), self.dtype(), self.device());
   if (out.numel() > 0) {
@@ -736,7 +780,8 @@ Tensor take(const Tensor& self, const Tensor& index) {
   return out;
 }
 
-// ---- nonzero -------------------------------------------------------------------------------------
+// ---- nonzero
+// -------------------------------------------------------------------------------------
 
 Tensor nonzero(const Tensor& self) { return nonzero_stub.get(self.device())(self); }
 

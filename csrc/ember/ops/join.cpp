@@ -17,10 +17,11 @@ namespace {
 
 void check_devices(const std::vector<Tensor>& ts, const char* op) {
   for (size_t i = 1; i < ts.size(); ++i)
-    EMBER_CHECK(ts[i].device() == ts[0].device(), op,
-                "(): Expected all tensors to be on the same device, but found at least two devices, ",
-                ts[0].device().str(), " and ", ts[i].device().str(), " (tensor number ", i,
-                " in the list)");
+    EMBER_CHECK(
+        ts[i].device() == ts[0].device(), op,
+        "(): Expected all tensors to be on the same device, but found at least two devices, ",
+        ts[0].device().str(), " and ", ts[i].device().str(), " (tensor number ", i,
+        " in the list)");
 }
 
 // PyTorch legacy: a 1-d tensor with no elements is ignored by cat.
@@ -118,8 +119,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   for (size_t i = 1; i < tensors.size(); ++i)
     EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(),
-                "stack expects each tensor to be equal size, but got ", shape_str(tensors[0].sizes()),
-                " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
+                "stack expects each tensor to be equal size, but got ",
+                shape_str(tensors[0].sizes()), " at entry 0 and ", shape_str(tensors[i].sizes()),
+                " at entry ", i);
   int64_t d = wrap_dim(dim, tensors[0].dim() + 1);
   autograd::RecordScope scope(tensors);
   std::vector<Tensor> parts;
@@ -224,8 +226,8 @@ Tensor roll_impl(const Tensor& a, const Shape& shifts, const Shape& dims) {
     Tensor flat = reshape(a, Shape{a.numel()});
     return view(roll_impl(flat, shifts, Shape{0}), a.sizes());
   }
-  EMBER_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
-              shifts.size(), ", dims:", dims.size());
+  EMBER_CHECK(shifts.size() == dims.size(),
+              "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
   // Shifts on the same dim add up; the kernel then reads each dim once.
   Shape total;
   total.resize(size_t(a.dim()), 0);
@@ -261,8 +263,8 @@ Tensor repeat(const Tensor& a, const Shape& repeats) {
   int64_t r = int64_t(repeats.size());
   EMBER_CHECK(r >= a.dim(),
               "Number of dimensions of repeat dims can not be smaller than number of dimensions "
-              "of tensor (repeat dims ", shape_str(repeats), ", tensor shape ", shape_str(a.sizes()),
-              ")");
+              "of tensor (repeat dims ",
+              shape_str(repeats), ", tensor shape ", shape_str(a.sizes()), ")");
   int64_t lead = r - a.dim();
   Shape out_sizes, src_sizes, src_strides, dst_sizes;
   for (int64_t i = 0; i < r; ++i) {

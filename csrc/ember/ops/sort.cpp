@@ -74,8 +74,8 @@ std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool
   check_not_bool(self, "topk");
   int64_t d = wrap_dim(dim, self.dim());
   int64_t slice = self.dim() == 0 ? 1 : self.sizes()[d];
-  EMBER_CHECK(k >= 0 && k <= slice, "selected index k out of range (k = ", k, ", but dimension ",
-              d, " of the input of shape ", shape_str(self.sizes()), " has size ", slice, ")");
+  EMBER_CHECK(k >= 0 && k <= slice, "selected index k out of range (k = ", k, ", but dimension ", d,
+              " of the input of shape ", shape_str(self.sizes()), " has size ", slice, ")");
   autograd::RecordScope scope({&self});
   Tensor in = as_1d_if_scalar(self);
   Shape sizes = in.sizes();
@@ -151,10 +151,14 @@ std::tuple<Tensor, Tensor, Tensor> unique_impl(const Tensor& self, bool consecut
     if (self.numel() == 0) {
       int64_t zeros = 0;
       for (int64_t s : self.sizes()) zeros += s == 0;
-      EMBER_CHECK(zeros == 1, op, "(): Number of zero sized dimensions is more than one, so unique "
-                  "cannot be applied (input shape ", shape_str(self.sizes()), ")");
-      EMBER_CHECK(n == 0, op, "(): There are 0 sized dimensions, and they aren't selected, so "
-                  "unique cannot be applied (input shape ", shape_str(self.sizes()), ", dim ", d, ")");
+      EMBER_CHECK(zeros == 1, op,
+                  "(): Number of zero sized dimensions is more than one, so unique "
+                  "cannot be applied (input shape ",
+                  shape_str(self.sizes()), ")");
+      EMBER_CHECK(n == 0, op,
+                  "(): There are 0 sized dimensions, and they aren't selected, so "
+                  "unique cannot be applied (input shape ",
+                  shape_str(self.sizes()), ", dim ", d, ")");
     } else {
       Tensor rows = contiguous(movedim(self, Shape{d}, Shape{0}));
       rows = view(rows, Shape{n, self.numel() / n});
@@ -169,9 +173,13 @@ std::tuple<Tensor, Tensor, Tensor> unique_impl(const Tensor& self, bool consecut
   if (scope.rec) {
     // PyTorch's output requires grad but has no formula: backward raises.
     scope.done();
-    if (consecutive) autograd::record_not_implemented("UniqueConsecutiveBackward0", "unique_consecutive", self, output);
-    else if (dim) autograd::record_not_implemented("UniqueDimBackward0", "unique_dim", self, output);
-    else autograd::record_not_implemented("Unique2Backward0", "_unique2", self, output);
+    if (consecutive)
+      autograd::record_not_implemented("UniqueConsecutiveBackward0", "unique_consecutive", self,
+                                       output);
+    else if (dim)
+      autograd::record_not_implemented("UniqueDimBackward0", "unique_dim", self, output);
+    else
+      autograd::record_not_implemented("Unique2Backward0", "_unique2", self, output);
   }
   return {output, inv, cnt};
 }
@@ -192,52 +200,58 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool r
 
 // ---- searchsorted / bucketize ------------------------------------------------------------------
 
-Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32,
-                    bool right, const std::optional<std::string>& side,
-                    const std::optional<Tensor>& sorter) {
+Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32, bool right,
+                    const std::optional<std::string>& side, const std::optional<Tensor>& sorter) {
   const Tensor& bd = sorted_sequence;
   if (side) {
     EMBER_CHECK(*side == "left" || *side == "right",
                 "ember.searchsorted(): side can only be 'left' or 'right' but got ", *side);
     EMBER_CHECK(!right || *side == "right",
-                "ember.searchsorted(): side and right can't be set to opposites, got side of ", *side,
-                " while right was True");
+                "ember.searchsorted(): side and right can't be set to opposites, got side of ",
+                *side, " while right was True");
     right = *side == "right";
   }
   bool values_on_host_scalar = values.impl()->wrapped_number;
   EMBER_CHECK(values_on_host_scalar || bd.device() == values.device(),
               "ember.searchsorted(): boundaries and input value tensors should have same device "
-              "type, but got boundaries tensor device type ", bd.device().str(),
-              " and input value tensor device type ", values.device().str());
+              "type, but got boundaries tensor device type ",
+              bd.device().str(), " and input value tensor device type ", values.device().str());
   EMBER_CHECK(values.dim() > 0 || bd.dim() == 1,
               "ember.searchsorted(): input value can be a scalar only when boundaries tensor "
-              "dimension is 1, but we got boundaries tensor dim(", bd.dim(),
-              ") and input value's dim(", values.dim(), ") numel(", values.numel(), ")");
+              "dimension is 1, but we got boundaries tensor dim(",
+              bd.dim(), ") and input value's dim(", values.dim(), ") numel(", values.numel(), ")");
   EMBER_CHECK(bd.dim() != 0,
               "ember.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
               "dimension");
   bool batch_ok = bd.dim() == values.dim();
-  for (int64_t i = 0; batch_ok && i + 1 < bd.dim(); ++i) batch_ok = bd.sizes()[i] == values.sizes()[i];
+  for (int64_t i = 0; batch_ok && i + 1 < bd.dim(); ++i)
+    batch_ok = bd.sizes()[i] == values.sizes()[i];
   EMBER_CHECK(bd.dim() == 1 || batch_ok,
               "ember.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
               "dimensions of boundaries tensor and input value tensor must match, but we got "
-              "boundaries tensor ", shape_str(bd.sizes()), " and input value tensor ",
-              shape_str(values.sizes()));
+              "boundaries tensor ",
+              shape_str(bd.sizes()), " and input value tensor ", shape_str(values.sizes()));
   int64_t inner = bd.sizes().back();
   if (out_int32)
-    EMBER_CHECK(inner < INT_MAX, "ember.searchsorted(): the size of boundaries' last dimension "
-                "should be less than ", INT_MAX, ", but we got ", inner);
+    EMBER_CHECK(inner < INT_MAX,
+                "ember.searchsorted(): the size of boundaries' last dimension "
+                "should be less than ",
+                INT_MAX, ", but we got ", inner);
   Tensor sort_idx;
   if (sorter) {
     const Tensor& s = *sorter;
-    EMBER_CHECK(s.device() == bd.device(), "ember.searchsorted(): sorter and boundary tensors "
-                "should have same device type, but got sorter tensor device type ", s.device().str(),
-                " and boundary tensor device type ", bd.device().str());
-    EMBER_CHECK(s.sizes() == bd.sizes(), "ember.searchsorted(): boundary and sorter must have the "
-                "same size, but got boundary tensor ", shape_str(bd.sizes()),
-                " and got sorter tensor ", shape_str(s.sizes()));
-    EMBER_CHECK(s.dtype() == DType::Int64, "ember.searchsorted(): sorter must be a tensor of long "
-                "dtype but got dtype ", dtype_name(s.dtype()));
+    EMBER_CHECK(s.device() == bd.device(),
+                "ember.searchsorted(): sorter and boundary tensors "
+                "should have same device type, but got sorter tensor device type ",
+                s.device().str(), " and boundary tensor device type ", bd.device().str());
+    EMBER_CHECK(s.sizes() == bd.sizes(),
+                "ember.searchsorted(): boundary and sorter must have the "
+                "same size, but got boundary tensor ",
+                shape_str(bd.sizes()), " and got sorter tensor ", shape_str(s.sizes()));
+    EMBER_CHECK(s.dtype() == DType::Int64,
+                "ember.searchsorted(): sorter must be a tensor of long "
+                "dtype but got dtype ",
+                dtype_name(s.dtype()));
     for (int64_t v : to_int64_vector(s))
       EMBER_CHECK(v >= 0 && v < inner, "ember.searchsorted(): sorter index out of range (got ", v,
                   " for a last dimension of size ", inner, ")");
@@ -258,8 +272,10 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool ou
 }
 
 Tensor bucketize(const Tensor& input, const Tensor& boundaries, bool out_int32, bool right) {
-  EMBER_CHECK(boundaries.dim() == 1, "ember.bucketize(): boundaries tensor must be 1 dimension, "
-              "but got dim(", boundaries.dim(), ")");
+  EMBER_CHECK(boundaries.dim() == 1,
+              "ember.bucketize(): boundaries tensor must be 1 dimension, "
+              "but got dim(",
+              boundaries.dim(), ")");
   return searchsorted(boundaries, input, out_int32, right);
 }
 

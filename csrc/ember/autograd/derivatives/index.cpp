@@ -25,8 +25,10 @@ Indices unpack_indices(LambdaNode& n, size_t first, size_t count) {
   Indices r;
   for (size_t i = 0; i < count; ++i) {
     Tensor t = n.unpack(first + i);
-    if (t.defined()) r.emplace_back(t);
-    else r.emplace_back();
+    if (t.defined())
+      r.emplace_back(t);
+    else
+      r.emplace_back();
   }
   return r;
 }
@@ -54,10 +56,11 @@ Tensor pad_to(const Tensor& g, const Shape& sizes) {
 void record_index(const Tensor& self, const Indices& indices, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
   size_t k = indices.size();
-  auto node = record("IndexBackward0", {&self}, out, [k](LambdaNode& n, variable_list&& g) -> variable_list {
-    Indices idx = unpack_indices(n, 0, k);
-    return {index_put(zeros_like_shape(n.shape_a, g[0]), idx, g[0], /*accumulate=*/true)};
-  });
+  auto node = record(
+      "IndexBackward0", {&self}, out, [k](LambdaNode& n, variable_list&& g) -> variable_list {
+        Indices idx = unpack_indices(n, 0, k);
+        return {index_put(zeros_like_shape(n.shape_a, g[0]), idx, g[0], /*accumulate=*/true)};
+      });
   node->shape_a = self.sizes();
   save_indices(*node, indices);
 }
@@ -66,17 +69,18 @@ void record_index_put(const Tensor& self, const Indices& indices, const Tensor& 
                       bool accumulate, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
   size_t k = indices.size();
-  auto node = record("IndexPutBackward0", {&self, &values}, out,
-                     [k, accumulate](LambdaNode& n, variable_list&& gs) -> variable_list {
-                       const Tensor& g = gs[0];
-                       Indices idx = unpack_indices(n, 0, k);
-                       Tensor gself, gvalues;
-                       if (n.should_compute_output(0))
-                         gself = accumulate ? g : index_put(g, idx, zeros_like_shape(Shape{}, g), false);
-                       if (n.should_compute_output(1))
-                         gvalues = cast_grad(sum_to_size(index(g, idx), n.shape_b), n.dtype_b);
-                       return {gself, gvalues};
-                     });
+  auto node =
+      record("IndexPutBackward0", {&self, &values}, out,
+             [k, accumulate](LambdaNode& n, variable_list&& gs) -> variable_list {
+               const Tensor& g = gs[0];
+               Indices idx = unpack_indices(n, 0, k);
+               Tensor gself, gvalues;
+               if (n.should_compute_output(0))
+                 gself = accumulate ? g : index_put(g, idx, zeros_like_shape(Shape{}, g), false);
+               if (n.should_compute_output(1))
+                 gvalues = cast_grad(sum_to_size(index(g, idx), n.shape_b), n.dtype_b);
+               return {gself, gvalues};
+             });
   node->shape_b = values.sizes();
   node->dtype_b = values.dtype();
   save_indices(*node, indices);
@@ -84,18 +88,21 @@ void record_index_put(const Tensor& self, const Indices& indices, const Tensor& 
 
 void record_index_select(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
-  auto node = record("IndexSelectBackward0", {&self}, out, [dim](LambdaNode& n, variable_list&& g) -> variable_list {
-    return {index_add(zeros_like_shape(n.shape_a, g[0]), dim, n.unpack(0), g[0])};
-  });
+  auto node =
+      record("IndexSelectBackward0", {&self}, out,
+             [dim](LambdaNode& n, variable_list&& g) -> variable_list {
+               return {index_add(zeros_like_shape(n.shape_a, g[0]), dim, n.unpack(0), g[0])};
+             });
   node->shape_a = self.sizes();
   node->saved.emplace_back(index, false);
 }
 
 void record_gather(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
-  auto node = record("GatherBackward0", {&self}, out, [dim](LambdaNode& n, variable_list&& g) -> variable_list {
-    return {scatter_add(zeros_like_shape(n.shape_a, g[0]), dim, n.unpack(0), g[0])};
-  });
+  auto node = record(
+      "GatherBackward0", {&self}, out, [dim](LambdaNode& n, variable_list&& g) -> variable_list {
+        return {scatter_add(zeros_like_shape(n.shape_a, g[0]), dim, n.unpack(0), g[0])};
+      });
   node->shape_a = self.sizes();
   node->saved.emplace_back(index, false);
 }
@@ -124,7 +131,8 @@ void record_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, co
                      [dim](LambdaNode& n, variable_list&& gs) -> variable_list {
                        const Tensor& g = gs[0];
                        Tensor gsrc;
-                       if (n.should_compute_output(1)) gsrc = pad_to(gather(g, dim, n.unpack(0)), n.shape_b);
+                       if (n.should_compute_output(1))
+                         gsrc = pad_to(gather(g, dim, n.unpack(0)), n.shape_b);
                        return {g, gsrc};
                      });
   node->shape_b = src.sizes();
@@ -141,7 +149,8 @@ void record_index_add(const Tensor& self, int64_t dim, const Tensor& index, cons
                        Tensor gsource;
                        if (n.should_compute_output(1)) {
                          gsource = reshape(index_select(g, dim, n.unpack(0)), n.shape_b);
-                         if (a != 1.0) gsource = binary(BinaryOp::mul, gsource, wrap_scalar(Scalar(a)));
+                         if (a != 1.0)
+                           gsource = binary(BinaryOp::mul, gsource, wrap_scalar(Scalar(a)));
                        }
                        return {g, gsource};
                      });
@@ -149,7 +158,8 @@ void record_index_add(const Tensor& self, int64_t dim, const Tensor& index, cons
   node->saved.emplace_back(index, false);
 }
 
-void record_masked_fill(const Tensor& self, const Tensor& mask, const Tensor* value, const Tensor& out) {
+void record_masked_fill(const Tensor& self, const Tensor& mask, const Tensor* value,
+                        const Tensor& out) {
   if (!is_floating(out.dtype())) return;
   auto fn = [](LambdaNode& n, variable_list&& gs) -> variable_list {
     const Tensor& g = gs[0];
@@ -171,15 +181,17 @@ void record_masked_fill(const Tensor& self, const Tensor& mask, const Tensor* va
 
 void record_masked_select(const Tensor& self, const Tensor& mask, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
-  auto node = record("MaskedSelectBackward0", {&self}, out, [](LambdaNode& n, variable_list&& gs) -> variable_list {
-    const Tensor& g = gs[0];
-    Tensor m = n.unpack(0);
-    Shape shape = n.shape_b;  // broadcast(self, mask)
-    Shape work = shape.empty() ? Shape{1} : shape;
-    Tensor mk = reshape(expand(m, shape), work);
-    Tensor full = index_put(zeros_like_shape(work, g), {std::optional<Tensor>(mk)}, g, false);
-    return {sum_to_size(reshape(full, shape), n.shape_a)};
-  });
+  auto node = record("MaskedSelectBackward0", {&self}, out,
+                     [](LambdaNode& n, variable_list&& gs) -> variable_list {
+                       const Tensor& g = gs[0];
+                       Tensor m = n.unpack(0);
+                       Shape shape = n.shape_b;  // broadcast(self, mask)
+                       Shape work = shape.empty() ? Shape{1} : shape;
+                       Tensor mk = reshape(expand(m, shape), work);
+                       Tensor full = index_put(zeros_like_shape(work, g),
+                                               {std::optional<Tensor>(mk)}, g, false);
+                       return {sum_to_size(reshape(full, shape), n.shape_a)};
+                     });
   node->shape_a = self.sizes();
   node->shape_b = broadcast_shapes(self.sizes(), mask.sizes());
   node->saved.emplace_back(mask, false);
@@ -187,15 +199,17 @@ void record_masked_select(const Tensor& self, const Tensor& mask, const Tensor& 
 
 void record_take(const Tensor& self, const Tensor& index, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
-  auto node = record("TakeBackward0", {&self}, out, [](LambdaNode& n, variable_list&& gs) -> variable_list {
-    const Tensor& g = gs[0];
-    Tensor index = n.unpack(0);
-    int64_t numel = checked_numel(n.shape_a);
-    Tensor flat = zeros_like_shape(Shape{numel}, g);
-    Tensor idx = reshape(index, Shape{index.numel()});
-    Tensor r = index_put(flat, {std::optional<Tensor>(idx)}, reshape(g, Shape{g.numel()}), true);
-    return {reshape(r, n.shape_a)};
-  });
+  auto node =
+      record("TakeBackward0", {&self}, out, [](LambdaNode& n, variable_list&& gs) -> variable_list {
+        const Tensor& g = gs[0];
+        Tensor index = n.unpack(0);
+        int64_t numel = checked_numel(n.shape_a);
+        Tensor flat = zeros_like_shape(Shape{numel}, g);
+        Tensor idx = reshape(index, Shape{index.numel()});
+        Tensor r =
+            index_put(flat, {std::optional<Tensor>(idx)}, reshape(g, Shape{g.numel()}), true);
+        return {reshape(r, n.shape_a)};
+      });
   node->shape_a = self.sizes();
   node->saved.emplace_back(index, false);
 }

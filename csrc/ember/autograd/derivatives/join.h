@@ -21,10 +21,11 @@ void record_repeat(const Tensor& self, const Shape& repeats, const Tensor& out);
 /// SortBackward0 / TopkBackward0 / KthvalueBackward0 on the values `out`: the
 /// gradient scattered back to self's positions `indices` along `dim` (wrapped).
 /// `squeezed`: out and indices lost `dim` (kthvalue with keepdim=False).
-void record_value_selecting(const char* name, const Tensor& self, int64_t dim, const Tensor& indices,
-                            bool squeezed, const Tensor& out);
+void record_value_selecting(const char* name, const Tensor& self, int64_t dim,
+                            const Tensor& indices, bool squeezed, const Tensor& out);
 /// A node whose backward raises "the derivative for '<op>' is not implemented."
 /// (unique and friends: their outputs require grad in PyTorch but have no formula).
-void record_not_implemented(const char* name, const char* op, const Tensor& self, const Tensor& out);
+void record_not_implemented(const char* name, const char* op, const Tensor& self,
+                            const Tensor& out);
 
 }  // namespace ember::autograd
