@@ -15,6 +15,12 @@ PyObject* g_size_class = nullptr;
 std::string type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 
 bool as_tensor(py::handle h, Tensor*& out) {
+  // Fast rejection: pybind11's failing load path is slow (it tries conversions),
+  // and this runs on every Python number passed to an op.
+  static PyTypeObject* tensor_type =
+      (PyTypeObject*)py::detail::get_type_handle(typeid(Tensor), true).ptr();
+  PyTypeObject* t = Py_TYPE(h.ptr());
+  if (t != tensor_type && !PyType_IsSubtype(t, tensor_type)) return false;
   py::detail::make_caster<Tensor> c;
   if (!c.load(h, false)) return false;
   out = &py::detail::cast_op<Tensor&>(c);
