@@ -51,7 +51,8 @@ DType numpy_dtype(py::handle np_dtype) {
 // A CPU tensor copy of an ndarray (any strides, byte order, alignment).
 Tensor ndarray_to_tensor(py::handle h) {
   py::module_ np = py::module_::import("numpy");
-  py::object arr = np.attr("ascontiguousarray")(h);
+  // np.array keeps 0-d arrays 0-d (ascontiguousarray would make them 1-d).
+  py::object arr = np.attr("array")(h, py::arg("order") = "C");
   py::object dt = arr.attr("dtype");
   if (std::string(py::str(dt.attr("byteorder"))) == ">")
     arr = arr.attr("astype")(dt.attr("newbyteorder")("="));

@@ -237,21 +237,21 @@ Tensor do_scatter(const Tensor& self, py::handle dim, py::handle index, py::obje
   EMBER_CHECK_TYPE(src.is_none() != value.is_none(), op, "(): expected exactly one of 'src' or 'value'");
   int64_t d = dim_arg(dim, op);
   Tensor idx = index_arg(index, op);
-  Tensor out = inplace ? self : clone(self);
   py::handle v = src.is_none() ? value : src;
   Tensor* t;
   if (as_tensor(v, t)) {
     Tensor s = *t;
     py::gil_scoped_release nogil;
-    if (add) scatter_add_(out, d, idx, s);
-    else scatter_(out, d, idx, s);
-  } else {
-    Scalar sv = scalar_arg(v, op, "value");
-    py::gil_scoped_release nogil;
-    if (add) scatter_add_(out, d, idx, expand(scalar_tensor(sv, self.dtype()), idx.sizes()));
-    else scatter_(out, d, idx, sv);
+    if (inplace) return add ? scatter_add_(self, d, idx, s) : scatter_(self, d, idx, s);
+    return add ? scatter_add(self, d, idx, s) : scatter(self, d, idx, s);
   }
-  return out;
+  Scalar sv = scalar_arg(v, op, "value");
+  py::gil_scoped_release nogil;
+  if (add) {
+    Tensor s = expand(scalar_tensor(sv, self.dtype()), idx.sizes());
+    return inplace ? scatter_add_(self, d, idx, s) : scatter_add(self, d, idx, s);
+  }
+  return inplace ? scatter_(self, d, idx, sv) : scatter(self, d, idx, sv);
 }
 
 Tensor do_masked_fill(const Tensor& self, py::handle mask, py::handle value, bool inplace) {

@@ -17,7 +17,11 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(x):
-    return x if isinstance(x, tuple) else (x,)
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
 
 
 def _differentiable_outputs(outs):
@@ -118,8 +122,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             all_outs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
             diff_positions = [k for k, o in enumerate(all_outs) if o.requires_grad]
             for oi, pos in enumerate(diff_positions):
-                numerical = np.stack([c[pos] for c in cols], axis=1) if cols else np.zeros((0, 0))
                 ana = analytical[oi][slot]
+                numerical = (np.stack([c[pos] for c in cols], axis=1) if cols
+                             else np.zeros((ana.shape[0], 0)))
                 if numerical.shape != ana.shape or not np.allclose(ana, numerical, rtol=rtol, atol=atol):
                     raise GradcheckError(
                         f"Jacobian mismatch for output {oi} with respect to input {i},\n"
