@@ -6,6 +6,8 @@
 #include <limits>
 #include <sstream>
 
+#include "ember/autograd/derivatives/reduce.h"
+#include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -29,9 +31,9 @@ std::string scalar_type_name(DType t) {
 
 /// The reduced dims of one call and the shapes they give.
 struct Plan {
-  Shape mask;        // per input dim: 1 if reduced
-  Shape keep_shape;  // input sizes with 1 on reduced dims (what kernels write)
-  Shape out_shape;   // the result's shape (keep_shape when keepdim)
+  Shape mask;         // per input dim: 1 if reduced
+  Shape keep_shape;   // input sizes with 1 on reduced dims (what kernels write)
+  Shape out_shape;    // the result's shape (keep_shape when keepdim)
   int64_t count = 1;  // input elements per output element
 };
 
@@ -53,8 +55,10 @@ Plan make_plan(const Tensor& a, const OptDims& dims, bool keepdim) {
   for (int64_t d = 0; d < nd; ++d) {
     const int64_t s = a.sizes()[d];
     p.keep_shape.push_back(p.mask[d] ? 1 : s);
-    if (p.mask[d]) p.count *= s;
-    else p.out_shape.push_back(s);
+    if (p.mask[d])
+      p.count *= s;
+    else
+      p.out_shape.push_back(s);
   }
   if (keepdim) p.out_shape = p.keep_shape;
   return p;
@@ -115,10 +119,9 @@ Tensor run_sum(const Tensor& a, const OptDims& dims, bool keepdim, DType out_dt,
 
 void check_mean_dtype(const Tensor& a, std::optional<DType> dtype) {
   const DType d = dtype ? *dtype : a.dtype();
-  EMBER_CHECK(is_floating(d), "mean(): could not infer output dtype. ",
-              dtype ? "Optional" : "Input",
-              " dtype must be either a floating point or complex dtype. Got: ",
-              scalar_type_name(d));
+  EMBER_CHECK(
+      is_floating(d), "mean(): could not infer output dtype. ", dtype ? "Optional" : "Input",
+      " dtype must be either a floating point or complex dtype. Got: ", scalar_type_name(d));
 }
 
 OptDims one_dim(std::optional<int64_t> dim) {
@@ -223,30 +226,51 @@ Tensor run_scan(const Tensor& a, int64_t dim, DType dt, ScanKind kind) {
 // ---- sum / mean / prod --------------------------------------------------------------------
 
 Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
-  return run_sum(a, dims, keepdim, sum_result_dtype(a, dtype), SumKind::Sum);
+  autograd::RecordScope scope({&a});
+  Tensor r = run_sum(a, dims, keepdim, sum_result_dtype(a, dtype), SumKind::Sum);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_sum(a, r, dims, keepdim, /*mean=*/false);
+  }
+  return r;
 }
 const Tensor& sum_out(const Tensor& a, const OptDims& dims, bool keepdim,
                       std::optional<DType> dtype, const Tensor& out) {
+  autograd::check_out_not_differentiable("sum", {&a, &out});
   return write_out(run_sum(a, dims, keepdim, dtype ? *dtype : out.dtype(), SumKind::Sum), out,
                    "sum");
 }
 
 Tensor mean(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
   check_mean_dtype(a, dtype);
-  return run_sum(a, dims, keepdim, dtype ? *dtype : a.dtype(), SumKind::Mean);
+  autograd::RecordScope scope({&a});
+  Tensor r = run_sum(a, dims, keepdim, dtype ? *dtype : a.dtype(), SumKind::Mean);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_sum(a, r, dims, keepdim, /*mean=*/true);
+  }
+  return r;
 }
 const Tensor& mean_out(const Tensor& a, const OptDims& dims, bool keepdim,
                        std::optional<DType> dtype, const Tensor& out) {
+  autograd::check_out_not_differentiable("mean", {&a, &out});
   check_mean_dtype(a, dtype);
   return write_out(run_sum(a, dims, keepdim, dtype ? *dtype : a.dtype(), SumKind::Mean), out,
                    "mean");
 }
 
 Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
-  return run_sum(a, one_dim(dim), keepdim, sum_result_dtype(a, dtype), SumKind::Prod);
+  autograd::RecordScope scope({&a});
+  Tensor r = run_sum(a, one_dim(dim), keepdim, sum_result_dtype(a, dtype), SumKind::Prod);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_prod(a, r, dim, keepdim);
+  }
+  return r;
 }
 const Tensor& prod_out(const Tensor& a, std::optional<int64_t> dim, bool keepdim,
                        std::optional<DType> dtype, const Tensor& out) {
+  autograd::check_out_not_differentiable("prod", {&a, &out});
   return write_out(run_sum(a, one_dim(dim), keepdim, dtype ? *dtype : out.dtype(), SumKind::Prod),
                    out, "prod");
 }
@@ -254,30 +278,74 @@ const Tensor& prod_out(const Tensor& a, std::optional<int64_t> dim, bool keepdim
 // ---- max / min ----------------------------------------------------------------------------
 
 Tensor amax(const Tensor& a, const OptDims& dims, bool keepdim) {
-  return run_extreme(a, dims, keepdim, MinMaxKind::Amax, "amax");
+  autograd::RecordScope scope({&a});
+  Tensor r = run_extreme(a, dims, keepdim, MinMaxKind::Amax, "amax");
+  if (scope.rec) {
+    scope.done();
+    autograd::record_amax(a, r, dims, keepdim, /*is_max=*/true);
+  }
+  return r;
 }
 Tensor amin(const Tensor& a, const OptDims& dims, bool keepdim) {
-  return run_extreme(a, dims, keepdim, MinMaxKind::Amin, "amin");
+  autograd::RecordScope scope({&a});
+  Tensor r = run_extreme(a, dims, keepdim, MinMaxKind::Amin, "amin");
+  if (scope.rec) {
+    scope.done();
+    autograd::record_amax(a, r, dims, keepdim, /*is_max=*/false);
+  }
+  return r;
 }
 const Tensor& amax_out(const Tensor& a, const OptDims& dims, bool keepdim, const Tensor& out) {
+  autograd::check_out_not_differentiable("amax", {&a, &out});
   return extreme_out(a, dims, keepdim, MinMaxKind::Amax, "amax", out);
 }
 const Tensor& amin_out(const Tensor& a, const OptDims& dims, bool keepdim, const Tensor& out) {
+  autograd::check_out_not_differentiable("amin", {&a, &out});
   return extreme_out(a, dims, keepdim, MinMaxKind::Amin, "amin", out);
 }
-Tensor max(const Tensor& a) { return run_extreme(a, std::nullopt, false, MinMaxKind::Amax, "max"); }
-Tensor min(const Tensor& a) { return run_extreme(a, std::nullopt, false, MinMaxKind::Amin, "min"); }
+Tensor max(const Tensor& a) {
+  autograd::RecordScope scope({&a});
+  Tensor r = run_extreme(a, std::nullopt, false, MinMaxKind::Amax, "max");
+  if (scope.rec) {
+    scope.done();
+    autograd::record_evenly("MaxBackward1", a, r);
+  }
+  return r;
+}
+Tensor min(const Tensor& a) {
+  autograd::RecordScope scope({&a});
+  Tensor r = run_extreme(a, std::nullopt, false, MinMaxKind::Amin, "min");
+  if (scope.rec) {
+    scope.done();
+    autograd::record_evenly("MinBackward1", a, r);
+  }
+  return r;
+}
 
 std::pair<Tensor, Tensor> max_dim(const Tensor& a, int64_t dim, bool keepdim) {
-  return run_indexed(a, dim, keepdim, true, MinMaxKind::MaxIdx, "max");
+  autograd::RecordScope scope({&a});
+  auto r = run_indexed(a, dim, keepdim, true, MinMaxKind::MaxIdx, "max");
+  if (scope.rec) {
+    scope.done();
+    autograd::record_value_selecting("MaxBackward0", a, r.first, r.second, dim, keepdim);
+  }
+  return r;
 }
 std::pair<Tensor, Tensor> min_dim(const Tensor& a, int64_t dim, bool keepdim) {
-  return run_indexed(a, dim, keepdim, true, MinMaxKind::MinIdx, "min");
+  autograd::RecordScope scope({&a});
+  auto r = run_indexed(a, dim, keepdim, true, MinMaxKind::MinIdx, "min");
+  if (scope.rec) {
+    scope.done();
+    autograd::record_value_selecting("MinBackward0", a, r.first, r.second, dim, keepdim);
+  }
+  return r;
 }
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  autograd::GradModeGuard no_grad(false);  // integer result: nothing to record
   return run_arg(a, dim, keepdim, MinMaxKind::MaxIdx, "argmax");
 }
 Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  autograd::GradModeGuard no_grad(false);
   return run_arg(a, dim, keepdim, MinMaxKind::MinIdx, "argmin");
 }
 
@@ -296,18 +364,42 @@ Tensor count_nonzero(const Tensor& a, const OptDims& dims) {
 // ---- statistics ---------------------------------------------------------------------------
 
 Tensor var(const Tensor& a, const OptDims& dims, double correction, bool keepdim) {
-  return run_var(a, dims, correction, keepdim, VarKind::Var, false).first;
+  autograd::RecordScope scope({&a});
+  Tensor r = run_var(a, dims, correction, keepdim, VarKind::Var, false).first;
+  if (scope.rec) {
+    scope.done();
+    autograd::record_var(a, r, dims, correction, keepdim, /*is_std=*/false);
+  }
+  return r;
 }
 Tensor std(const Tensor& a, const OptDims& dims, double correction, bool keepdim) {
-  return run_var(a, dims, correction, keepdim, VarKind::Std, false).first;
+  autograd::RecordScope scope({&a});
+  Tensor r = run_var(a, dims, correction, keepdim, VarKind::Std, false).first;
+  if (scope.rec) {
+    scope.done();
+    autograd::record_var(a, r, dims, correction, keepdim, /*is_std=*/true);
+  }
+  return r;
 }
 std::pair<Tensor, Tensor> var_mean(const Tensor& a, const OptDims& dims, double correction,
                                    bool keepdim) {
-  return run_var(a, dims, correction, keepdim, VarKind::Var, true);
+  autograd::RecordScope scope({&a});
+  auto r = run_var(a, dims, correction, keepdim, VarKind::Var, true);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_var_mean(a, r.first, r.second, dims, correction, keepdim, /*is_std=*/false);
+  }
+  return r;
 }
 std::pair<Tensor, Tensor> std_mean(const Tensor& a, const OptDims& dims, double correction,
                                    bool keepdim) {
-  return run_var(a, dims, correction, keepdim, VarKind::Std, true);
+  autograd::RecordScope scope({&a});
+  auto r = run_var(a, dims, correction, keepdim, VarKind::Std, true);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_var_mean(a, r.first, r.second, dims, correction, keepdim, /*is_std=*/true);
+  }
+  return r;
 }
 
 Tensor norm(const Tensor& a, double p, const OptDims& dims, bool keepdim,
@@ -326,9 +418,11 @@ Tensor norm(const Tensor& a, double p, const OptDims& dims, bool keepdim,
     if (!dims || dims->empty()) {
       EMBER_CHECK(a.numel() != 0, os.str());
     } else {
-      for (int64_t d : *dims) EMBER_CHECK(a.dim() == 0 || a.sizes()[wrap_dim(d, a.dim())] != 0, os.str());
+      for (int64_t d : *dims)
+        EMBER_CHECK(a.dim() == 0 || a.sizes()[wrap_dim(d, a.dim())] != 0, os.str());
     }
   }
+  autograd::RecordScope scope({&a});
   Tensor in = dtype && *dtype != a.dtype() ? to_dtype(a, *dtype) : a;
   Plan pl = make_plan(in, dims, keepdim);
   ReduceArgs args;
@@ -337,18 +431,37 @@ Tensor norm(const Tensor& a, double p, const OptDims& dims, bool keepdim,
   args.mask = pl.mask;
   args.p = p;
   norm_stub.get(a.device())(args);
-  return finish(args.out, pl);
+  Tensor r = finish(args.out, pl);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_norm(a, r, p, dims, keepdim, dtype.has_value());
+  }
+  return r;
 }
 
+static Tensor logsumexp_forward(const Tensor& a, const OptDims& dims, bool keepdim);
+
 Tensor logsumexp(const Tensor& a, const OptDims& dims, bool keepdim) {
+  autograd::RecordScope scope({&a});
+  Tensor r = logsumexp_forward(a, dims, keepdim);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_logsumexp(a, r, dims, keepdim);
+  }
+  return r;
+}
+
+static Tensor logsumexp_forward(const Tensor& a, const OptDims& dims, bool keepdim) {
   const Tensor x = is_floating(a.dtype()) ? a : to_dtype(a, default_dtype());
   Plan p = make_plan(x, dims, keepdim);
   if (x.numel() == 0)
-    return full(p.out_shape, Scalar(-std::numeric_limits<double>::infinity()), x.dtype(), x.device());
+    return full(p.out_shape, Scalar(-std::numeric_limits<double>::infinity()), x.dtype(),
+                x.device());
   // Shift by the max so exp never overflows; an infinite max shifts by 0 instead
   // (all -inf gives -inf, any +inf gives +inf, NaN stays NaN).
   Tensor m = amax(x, dims, true);
-  Tensor shift = where(unary(UnaryOp::isfinite, m), m, scalar_tensor(Scalar(0.0), x.dtype(), x.device()));
+  Tensor shift =
+      where(unary(UnaryOp::isfinite, m), m, scalar_tensor(Scalar(0.0), x.dtype(), x.device()));
   Tensor s = sum(unary(UnaryOp::exp, binary(BinaryOp::sub, x, shift)), dims, true);
   Tensor r = binary(BinaryOp::add, unary(UnaryOp::log, s), shift);
   return reshape(r, p.out_shape);
@@ -363,14 +476,32 @@ Tensor median(const Tensor& a) {
                 "median(): Expected reduction dim to be specified for input.numel() == 0.");
     return full(Shape{}, Scalar(std::nan("")), a.dtype(), a.device());
   }
+  autograd::RecordScope scope({&a});
   ReduceArgs args;
   args.in = reshape(contiguous(a), Shape{1, a.numel()});
   args.out = empty(Shape{1}, a.dtype(), a.device());
   median_stub.get(a.device())(args);
-  return reshape(args.out, Shape{});
+  Tensor r = reshape(args.out, Shape{});
+  if (scope.rec) {
+    scope.done();
+    autograd::record_evenly("MedianBackward0", a, r);
+  }
+  return r;
 }
 
+static std::pair<Tensor, Tensor> median_dim_forward(const Tensor& a, int64_t dim, bool keepdim);
+
 std::pair<Tensor, Tensor> median_dim(const Tensor& a, int64_t dim, bool keepdim) {
+  autograd::RecordScope scope({&a});
+  auto r = median_dim_forward(a, dim, keepdim);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_value_selecting("MedianBackward1", a, r.first, r.second, dim, keepdim);
+  }
+  return r;
+}
+
+static std::pair<Tensor, Tensor> median_dim_forward(const Tensor& a, int64_t dim, bool keepdim) {
   EMBER_CHECK(a.dtype() != DType::Bool, "\"median\" not implemented for 'Bool'");
   Plan p = make_plan(a, Shape{dim}, keepdim);
   check_nonempty(a, Shape{dim}, "median");
@@ -390,29 +521,55 @@ std::pair<Tensor, Tensor> median_dim(const Tensor& a, int64_t dim, bool keepdim)
 // ---- scans --------------------------------------------------------------------------------
 
 Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
-  return run_scan(a, dim, sum_result_dtype(a, dtype), ScanKind::Cumsum);
+  autograd::RecordScope scope({&a});
+  Tensor r = run_scan(a, dim, sum_result_dtype(a, dtype), ScanKind::Cumsum);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_cumsum(a, r, dim);
+  }
+  return r;
 }
 Tensor cumprod(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
-  return run_scan(a, dim, sum_result_dtype(a, dtype), ScanKind::Cumprod);
+  autograd::RecordScope scope({&a});
+  Tensor r = run_scan(a, dim, sum_result_dtype(a, dtype), ScanKind::Cumprod);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_cumprod(a, r, dim);
+  }
+  return r;
 }
 const Tensor& cumsum_out(const Tensor& a, int64_t dim, std::optional<DType> dtype,
                          const Tensor& out) {
+  autograd::check_out_not_differentiable("cumsum", {&a, &out});
   return write_out(run_scan(a, dim, dtype ? *dtype : out.dtype(), ScanKind::Cumsum), out, "cumsum");
 }
 const Tensor& cumprod_out(const Tensor& a, int64_t dim, std::optional<DType> dtype,
                           const Tensor& out) {
+  autograd::check_out_not_differentiable("cumprod", {&a, &out});
   return write_out(run_scan(a, dim, dtype ? *dtype : out.dtype(), ScanKind::Cumprod), out,
                    "cumprod");
 }
 const Tensor& cumsum_(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
-  EMBER_CHECK(!dtype || *dtype == a.dtype(), "cumsum_(): dtype ", dtype_name(dtype ? *dtype : a.dtype()),
-              " does not match the tensor's dtype ", dtype_name(a.dtype()));
+  EMBER_CHECK(!dtype || *dtype == a.dtype(), "cumsum_(): dtype ",
+              dtype_name(dtype ? *dtype : a.dtype()), " does not match the tensor's dtype ",
+              dtype_name(a.dtype()));
+  if (autograd::inplace_records(a, {})) {
+    wrap_dim(dim, a.dim());  // validate before touching autograd state
+    return autograd::inplace_with_grad(a, "cumsum_", /*needs_self=*/false,
+                                       [dim](const Tensor& s) { return cumsum(s, dim); });
+  }
   copy_(a, run_scan(a, dim, a.dtype(), ScanKind::Cumsum));
   return a;
 }
 const Tensor& cumprod_(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
-  EMBER_CHECK(!dtype || *dtype == a.dtype(), "cumprod_(): dtype ", dtype_name(dtype ? *dtype : a.dtype()),
-              " does not match the tensor's dtype ", dtype_name(a.dtype()));
+  EMBER_CHECK(!dtype || *dtype == a.dtype(), "cumprod_(): dtype ",
+              dtype_name(dtype ? *dtype : a.dtype()), " does not match the tensor's dtype ",
+              dtype_name(a.dtype()));
+  if (autograd::inplace_records(a, {})) {
+    wrap_dim(dim, a.dim());
+    return autograd::inplace_with_grad(a, "cumprod_", /*needs_self=*/true,
+                                       [dim](const Tensor& s) { return cumprod(s, dim); });
+  }
   copy_(a, run_scan(a, dim, a.dtype(), ScanKind::Cumprod));
   return a;
 }

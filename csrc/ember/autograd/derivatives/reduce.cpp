@@ -36,16 +36,8 @@ bool has_zero(const Tensor& x) {
   return *r.data<bool>();
 }
 
-/// flip along one dim, recording FlipBackward0 itself when the join family's
-/// flip records nothing (so formulas built on it stay differentiable).
-Tensor flip_dim(const Tensor& x, int64_t dim) {
-  Tensor r = flip(x, Shape{dim});
-  if (grad_enabled() && requires_grad(x) && !grad_fn(r))
-    record("FlipBackward0", {&x}, r, [dim](LambdaNode&, variable_list&& g) -> variable_list {
-      return {flip_dim(g[0], dim)};
-    });
-  return r;
-}
+/// flip along one dim (FlipBackward0 records, so formulas built on it differentiate again).
+Tensor flip_dim(const Tensor& x, int64_t dim) { return flip(x, Shape{dim}); }
 
 /// [fill, x[0], ..., x[n-2]] along `dim` (written through a view copy, so it records CopySlices).
 Tensor shift_in(const Tensor& x, int64_t dim, double fill) {
@@ -59,7 +51,8 @@ Tensor shift_in(const Tensor& x, int64_t dim, double fill) {
 Tensor positions(int64_t n, int64_t dim, int64_t nd, Device device) {
   Shape s(size_t(nd), 1);
   s[dim] = n;
-  return reshape(arange(Scalar(int64_t(0)), Scalar(n), Scalar(int64_t(1)), DType::Int64, device), s);
+  return reshape(arange(Scalar(int64_t(0)), Scalar(n), Scalar(int64_t(1)), DType::Int64, device),
+                 s);
 }
 
 /// The elements of `x` equal to the keepdim-shaped `value`, NaN matching NaN.
@@ -99,12 +92,15 @@ Tensor cumprod_backward_zeros_quadratic(const Tensor& g, const Tensor& x, int64_
   Tensor idx = arange(Scalar(int64_t(0)), Scalar(n), Scalar(int64_t(1)), DType::Int64, x.device());
   Tensor k = unsqueeze(idx, 1), j = unsqueeze(idx, 0);
   Tensor rows = where(eq(k, j), one_like(x), unsqueeze(xm, -2));  // [..., k, j]
-  Tensor terms = mul(cumprod(rows, -1), unsqueeze(gm, -2));     // [..., k, i]
+  Tensor terms = mul(cumprod(rows, -1), unsqueeze(gm, -2));       // [..., k, i]
   Tensor r = sum(where(binary(B::ge, j, k), terms, zero_like(terms)), Shape{-1});
   return movedim(r, Shape{-1}, Shape{dim});
 }
 
 Tensor sum_backward(const Tensor& g, const ReduceInfo& r) {
+  // An empty input gets a fresh empty gradient, never a stride-0 view of one
+  // (the overlap check of in-place accumulation rejects those).
+  if (g.numel() == 0 || r.count == 0) return zeros(r.in_sizes, g.dtype(), g.device());
   return expand(restore_reduced_dims(g, r), r.in_sizes);
 }
 
@@ -221,8 +217,8 @@ Tensor norm_backward(const Tensor& grad, const Tensor& x, const Tensor& norm, do
   }
   Tensor ax = unary(U::abs, x);
   if (p < 1.0) {
-    Tensor scaled = mul(unary(U::sign, x),
-                        where(eq(x, S(0.0)), zero_like(x), binary(B::pow, ax, S(p - 1))));
+    Tensor scaled =
+        mul(unary(U::sign, x), where(eq(x, S(0.0)), zero_like(x), binary(B::pow, ax, S(p - 1))));
     return mul(mul(scaled, g), binary(B::pow, nk, S(1 - p)));
   }
   Tensor scaled = p < 2.0 ? mul(unary(U::sign, x), binary(B::pow, ax, S(p - 1)))
@@ -233,7 +229,8 @@ Tensor norm_backward(const Tensor& grad, const Tensor& x, const Tensor& norm, do
 
 // ---- record calls ---------------------------------------------------------------------------
 
-void record_sum(const Tensor& in, const Tensor& out, const OptDims& dims, bool keepdim, bool is_mean) {
+void record_sum(const Tensor& in, const Tensor& out, const OptDims& dims, bool keepdim,
+                bool is_mean) {
   if (!is_floating(out.dtype())) return;
   const char* name = is_mean ? (dims ? "MeanBackward1" : "MeanBackward0")
                              : (dims ? "SumBackward1" : "SumBackward0");
@@ -311,19 +308,19 @@ void record_var_mean(const Tensor& in, const Tensor& var_or_std, const Tensor& m
                      const OptDims& dims, double correction, bool keepdim, bool is_std) {
   if (!is_floating(mean.dtype())) return;
   ReduceInfo r = reduce_info(in, dims, keepdim);
-  auto node = record_multi(
-      is_std ? "StdMeanBackward0" : "VarMeanBackward0", {in}, {var_or_std, mean},
-      [r, correction, is_std](LambdaNode& n, variable_list&& g) -> variable_list {
-        Tensor x = n.unpack(0), gx;
-        if (g[0].defined())
-          gx = is_std ? std_backward(g[0], n.unpack(1), x, r, correction)
-                      : var_backward(g[0], x, r, correction);
-        if (g.size() > 1 && g[1].defined()) {
-          Tensor gm = mean_backward(g[1], r);
-          gx = gx.defined() ? binary(B::add, gx, gm) : gm;
-        }
-        return {gx};
-      });
+  auto node =
+      record_multi(is_std ? "StdMeanBackward0" : "VarMeanBackward0", {in}, {var_or_std, mean},
+                   [r, correction, is_std](LambdaNode& n, variable_list&& g) -> variable_list {
+                     Tensor x = n.unpack(0), gx;
+                     if (g[0].defined())
+                       gx = is_std ? std_backward(g[0], n.unpack(1), x, r, correction)
+                                   : var_backward(g[0], x, r, correction);
+                     if (g.size() > 1 && g[1].defined()) {
+                       Tensor gm = mean_backward(g[1], r);
+                       gx = gx.defined() ? binary(B::add, gx, gm) : gm;
+                     }
+                     return {gx};
+                   });
   node->saved.emplace_back(in, false);
   node->saved.emplace_back(is_std ? var_or_std : Tensor(), true);
 }
@@ -360,11 +357,12 @@ void record_cumsum(const Tensor& in, const Tensor& out, int64_t dim) {
   if (!is_floating(out.dtype())) return;
   const int64_t d = in.dim() ? wrap_dim(dim, in.dim()) : 0;
   const DType in_dtype = in.dtype();
-  record("CumsumBackward0", {&in}, out, [d, in_dtype](LambdaNode&, variable_list&& g) -> variable_list {
-    Tensor gx = g[0];
-    if (gx.dim() > 0 && gx.numel() > 1 && gx.sizes()[d] > 1) gx = reversed_cumsum(gx, d);
-    return {cast_grad(gx, in_dtype)};
-  });
+  record("CumsumBackward0", {&in}, out,
+         [d, in_dtype](LambdaNode&, variable_list&& g) -> variable_list {
+           Tensor gx = g[0];
+           if (gx.dim() > 0 && gx.numel() > 1 && gx.sizes()[d] > 1) gx = reversed_cumsum(gx, d);
+           return {cast_grad(gx, in_dtype)};
+         });
 }
 
 void record_cumprod(const Tensor& in, const Tensor& out, int64_t dim) {
