@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "ember/autograd/derivatives/linalg.h"
+#include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -124,6 +126,37 @@ void gemm_into(const Tensor& dest, const Tensor& a0, const Tensor& b0, const Ten
   else dest.bump_version();
 }
 
+// matmul under autograd (Note [Matmul gradients]): PyTorch's composition of
+// recorded primitives, so each case gets the graph PyTorch builds. Called with
+// validated operands, at least one of them >= 3-D or (1-D, 2-D).
+Tensor matmul_autograd(const Tensor& a, const Tensor& b, const Shape& batch, int64_t m,
+                       int64_t k, int64_t n, const Shape& final_shape) {
+  const int64_t d1 = a.dim(), d2 = b.dim();
+  if (d1 == 1 && d2 == 2) return squeeze(mm(unsqueeze(a, 0), b), Shape{0});
+  if (d1 >= 3 && d2 <= 2) {  // fold the batch into the rows: one mm / mv
+    const int64_t rows = checked_numel(Shape(a.sizes().begin(), a.sizes().end() - 1));
+    Tensor a2 = reshape(a, Shape{rows, k});  // explicit rows: k may be 0
+    Tensor r = d2 == 2 ? mm(a2, b) : mv(a2, b);
+    return view(r, final_shape);
+  }
+  if (d1 <= 2) {  // (a @ b)^T = b^T @ a^T: fold b's batch into the rows of b^T
+    Tensor bt = transpose(b, -1, -2);
+    if (d1 == 1) return matmul(bt, a);
+    return contiguous(transpose(matmul(bt, t(a)), -1, -2));
+  }
+  // Both >= 3-D: broadcast the batch dims and run one bmm. ExpandBackward0 sums
+  // the gradient of a broadcast operand back over the batch.
+  const int64_t nb = checked_numel(batch);
+  Shape xs = batch, ys = batch;
+  xs.push_back(m);
+  xs.push_back(k);
+  ys.push_back(k);
+  ys.push_back(n);
+  Tensor x = reshape(expand(a, xs), Shape{nb, m, k});
+  Tensor y = reshape(expand(b, ys), Shape{nb, k, n});
+  return view(bmm(x, y), final_shape);
+}
+
 // The matmul front-end shared by matmul and matmul_out.
 Tensor matmul_impl(const Tensor& a, const Tensor& b, const Tensor* out) {
   const int64_t d1 = a.dim(), d2 = b.dim();
@@ -161,6 +194,8 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b, const Tensor* out) {
   if (d1 > 1) final_shape.push_back(m);
   if (d2 > 1) final_shape.push_back(n);
   if (out) check_out(*out, dt, final_shape, dev, "matmul");
+  if (!out && autograd::compute_requires_grad({&a, &b}))
+    return matmul_autograd(a, b, batch, m, k, n, final_shape);
   Tensor result = out ? *out : empty(final_shape, dt, dev);
 
   x = friendly(x);
@@ -265,6 +300,12 @@ Tensor dot_impl(const Tensor& a, const Tensor& b, const Tensor* out, const char*
   return result;
 }
 
+// In place, the add forms write their input: it must have the product's shape.
+void check_inplace_shape(const Tensor& input, const Shape& shape, const char* op) {
+  EMBER_CHECK(input.sizes() == shape, op, ": the input of shape ", shape_str(input.sizes()),
+              " is written in place and must have the product's shape ", shape_str(shape));
+}
+
 // The add forms: checks and allocates the result of beta * input + alpha * product of
 // `shape`. In place, `input` itself is the result and must already have that shape.
 Tensor add_result(const Tensor& input, const Tensor& a, Scalar beta, Scalar alpha,
@@ -272,8 +313,7 @@ Tensor add_result(const Tensor& input, const Tensor& a, Scalar beta, Scalar alph
   check_same_device(input, a, op);
   check_scalars(a.dtype(), beta, alpha);
   if (inplace) {
-    EMBER_CHECK(input.sizes() == shape, op, ": the input of shape ", shape_str(input.sizes()),
-                " is written in place and must have the product's shape ", shape_str(shape));
+    check_inplace_shape(input, shape, op);
     check_out(input, a.dtype(), shape, a.device(), op);
     return input;
   }
@@ -289,32 +329,71 @@ Tensor add_result(const Tensor& input, const Tensor& a, Scalar beta, Scalar alph
 
 // ---- matrix products ---------------------------------------------------------------------
 
+// matmul is a composite (its primitives record; see matmul_autograd).
 Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, nullptr); }
 Tensor& matmul_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  autograd::check_out_not_differentiable("matmul", {&a, &b, &out});
   matmul_impl(a, b, &out);
   return const_cast<Tensor&>(out);
 }
-Tensor mm(const Tensor& a, const Tensor& b) { return mm_impl(a, b, nullptr); }
+Tensor mm(const Tensor& a, const Tensor& b) {
+  autograd::RecordScope scope({&a, &b});
+  Tensor r = mm_impl(a, b, nullptr);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_mm(a, b, r);
+  }
+  return r;
+}
 Tensor& mm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  autograd::check_out_not_differentiable("mm", {&a, &b, &out});
   mm_impl(a, b, &out);
   return const_cast<Tensor&>(out);
 }
-Tensor bmm(const Tensor& a, const Tensor& b) { return bmm_impl(a, b, nullptr); }
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  autograd::RecordScope scope({&a, &b});
+  Tensor r = bmm_impl(a, b, nullptr);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_bmm(a, b, r);
+  }
+  return r;
+}
 Tensor& bmm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  autograd::check_out_not_differentiable("bmm", {&a, &b, &out});
   bmm_impl(a, b, &out);
   return const_cast<Tensor&>(out);
 }
-Tensor mv(const Tensor& mat, const Tensor& vec) { return mv_impl(mat, vec, nullptr); }
+Tensor mv(const Tensor& mat, const Tensor& vec) {
+  autograd::RecordScope scope({&mat, &vec});
+  Tensor r = mv_impl(mat, vec, nullptr);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_mv(mat, vec, r);
+  }
+  return r;
+}
 Tensor& mv_out(const Tensor& mat, const Tensor& vec, const Tensor& out) {
+  autograd::check_out_not_differentiable("mv", {&mat, &vec, &out});
   mv_impl(mat, vec, &out);
   return const_cast<Tensor&>(out);
 }
-Tensor dot(const Tensor& a, const Tensor& b) { return dot_impl(a, b, nullptr, "dot"); }
+static Tensor dot_rec(const Tensor& a, const Tensor& b, bool is_vdot) {
+  autograd::RecordScope scope({&a, &b});
+  Tensor r = dot_impl(a, b, nullptr, is_vdot ? "vdot" : "dot");
+  if (scope.rec) {
+    scope.done();
+    autograd::record_dot(a, b, r, is_vdot);
+  }
+  return r;
+}
+Tensor dot(const Tensor& a, const Tensor& b) { return dot_rec(a, b, false); }
 Tensor& dot_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  autograd::check_out_not_differentiable("dot", {&a, &b, &out});
   dot_impl(a, b, &out, "dot");
   return const_cast<Tensor&>(out);
 }
-Tensor vdot(const Tensor& a, const Tensor& b) { return dot_impl(a, b, nullptr, "vdot"); }
+Tensor vdot(const Tensor& a, const Tensor& b) { return dot_rec(a, b, true); }
 
 // ---- add forms ----------------------------------------------------------------------------
 
@@ -339,15 +418,30 @@ static Tensor addmm_impl(const Tensor& input, const Tensor& m1, const Tensor& m2
 }
 
 Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
-  return addmm_impl(input, m1, m2, beta, alpha, nullptr, false);
+  autograd::RecordScope scope({&input, &m1, &m2});
+  Tensor r = addmm_impl(input, m1, m2, beta, alpha, nullptr, false);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_addmm(input, m1, m2, beta, alpha, r);
+  }
+  return r;
 }
 Tensor& addmm_out(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta,
                   Scalar alpha, const Tensor& out) {
+  autograd::check_out_not_differentiable("addmm", {&input, &m1, &m2, &out});
   addmm_impl(input, m1, m2, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& addmm_(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta,
                Scalar alpha) {
+  if (autograd::inplace_records(input, {&m1, &m2})) {
+    // Validate the in-place shape first: the out-of-place twin would broadcast.
+    if (m1.dim() == 2 && m2.dim() == 2) check_inplace_shape(input, Shape{m1.sizes()[0], m2.sizes()[1]}, "addmm_");
+    autograd::inplace_with_grad(input, "addmm_", false, [&](const Tensor& self) {
+      return addmm(self, m1, m2, beta, alpha);
+    });
+    return const_cast<Tensor&>(input);
+  }
   addmm_impl(input, m1, m2, beta, alpha, nullptr, true);
   return const_cast<Tensor&>(input);
 }
@@ -368,15 +462,30 @@ static Tensor baddbmm_impl(const Tensor& input, const Tensor& b1, const Tensor& 
 
 Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
                Scalar alpha) {
-  return baddbmm_impl(input, b1, b2, beta, alpha, nullptr, false);
+  autograd::RecordScope scope({&input, &b1, &b2});
+  Tensor r = baddbmm_impl(input, b1, b2, beta, alpha, nullptr, false);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_baddbmm(input, b1, b2, beta, alpha, r);
+  }
+  return r;
 }
 Tensor& baddbmm_out(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
                     Scalar alpha, const Tensor& out) {
+  autograd::check_out_not_differentiable("baddbmm", {&input, &b1, &b2, &out});
   baddbmm_impl(input, b1, b2, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& baddbmm_(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
                  Scalar alpha) {
+  if (autograd::inplace_records(input, {&b1, &b2})) {
+    // Validate the in-place shape first: the out-of-place twin would broadcast.
+    if (b1.dim() == 3 && b2.dim() == 3) check_inplace_shape(input, Shape{b1.sizes()[0], b1.sizes()[1], b2.sizes()[2]}, "baddbmm_");
+    autograd::inplace_with_grad(input, "baddbmm_", false, [&](const Tensor& self) {
+      return baddbmm(self, b1, b2, beta, alpha);
+    });
+    return const_cast<Tensor&>(input);
+  }
   baddbmm_impl(input, b1, b2, beta, alpha, nullptr, true);
   return const_cast<Tensor&>(input);
 }
@@ -407,15 +516,30 @@ static Tensor addmv_impl(const Tensor& input, const Tensor& mat, const Tensor& v
 
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
              Scalar alpha) {
-  return addmv_impl(input, mat, vec, beta, alpha, nullptr, false);
+  autograd::RecordScope scope({&input, &mat, &vec});
+  Tensor r = addmv_impl(input, mat, vec, beta, alpha, nullptr, false);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_addmv(input, mat, vec, beta, alpha, r);
+  }
+  return r;
 }
 Tensor& addmv_out(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
                   Scalar alpha, const Tensor& out) {
+  autograd::check_out_not_differentiable("addmv", {&input, &mat, &vec, &out});
   addmv_impl(input, mat, vec, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& addmv_(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
                Scalar alpha) {
+  if (autograd::inplace_records(input, {&mat, &vec})) {
+    // Validate the in-place shape first: the out-of-place twin would broadcast.
+    if (mat.dim() == 2 && vec.dim() == 1) check_inplace_shape(input, Shape{mat.sizes()[0]}, "addmv_");
+    autograd::inplace_with_grad(input, "addmv_", false, [&](const Tensor& self) {
+      return addmv(self, mat, vec, beta, alpha);
+    });
+    return const_cast<Tensor&>(input);
+  }
   addmv_impl(input, mat, vec, beta, alpha, nullptr, true);
   return const_cast<Tensor&>(input);
 }
@@ -432,6 +556,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::mul, unsqueeze(a, 1), b);
 }
 Tensor& outer_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  autograd::check_out_not_differentiable("outer", {&a, &b, &out});
   check_1d(a, "self", "outer");
   check_1d(b, "vec2", "outer");
   return binary_out(BinaryOp::mul, unsqueeze(a, 1), b, out);
@@ -465,23 +590,46 @@ static Tensor tril_triu(const Tensor& a, int64_t diagonal, bool upper, const Ten
   return result;
 }
 
-Tensor tril(const Tensor& a, int64_t diagonal) { return tril_triu(a, diagonal, false, nullptr, false); }
-Tensor& tril_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
-  tril_triu(a, diagonal, false, &out, false);
+static Tensor tril_triu_rec(const Tensor& a, int64_t diagonal, bool upper) {
+  autograd::RecordScope scope({&a});
+  Tensor r = tril_triu(a, diagonal, upper, nullptr, false);
+  if (scope.rec) {
+    scope.done();
+    autograd::record_tril_triu(a, upper, diagonal, r);
+  }
+  return r;
+}
+static Tensor& tril_triu_out(const Tensor& a, int64_t diagonal, bool upper, const Tensor& out) {
+  autograd::check_out_not_differentiable(upper ? "triu" : "tril", {&a, &out});
+  tril_triu(a, diagonal, upper, &out, false);
   return const_cast<Tensor&>(out);
+}
+static const Tensor& tril_triu_inplace(const Tensor& a, int64_t diagonal, bool upper) {
+  const char* op = upper ? "triu_" : "tril_";
+  if (autograd::inplace_records(a, {})) {
+    EMBER_CHECK(a.dim() >= 2, op, ": input tensor must have at least 2 dimensions");
+    check_no_internal_overlap(a, op);
+    return autograd::inplace_with_grad(a, op, false, [&](const Tensor& self) {
+      return tril_triu_rec(self, diagonal, upper);
+    });
+  }
+  tril_triu(a, diagonal, upper, nullptr, true);
+  return a;
+}
+
+Tensor tril(const Tensor& a, int64_t diagonal) { return tril_triu_rec(a, diagonal, false); }
+Tensor& tril_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
+  return tril_triu_out(a, diagonal, false, out);
 }
 const Tensor& tril_(const Tensor& a, int64_t diagonal) {
-  tril_triu(a, diagonal, false, nullptr, true);
-  return a;
+  return tril_triu_inplace(a, diagonal, false);
 }
-Tensor triu(const Tensor& a, int64_t diagonal) { return tril_triu(a, diagonal, true, nullptr, false); }
+Tensor triu(const Tensor& a, int64_t diagonal) { return tril_triu_rec(a, diagonal, true); }
 Tensor& triu_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
-  tril_triu(a, diagonal, true, &out, false);
-  return const_cast<Tensor&>(out);
+  return tril_triu_out(a, diagonal, true, out);
 }
 const Tensor& triu_(const Tensor& a, int64_t diagonal) {
-  tril_triu(a, diagonal, true, nullptr, true);
-  return a;
+  return tril_triu_inplace(a, diagonal, true);
 }
 
 // ---- trace ------------------------------------------------------------------------------------
@@ -489,8 +637,13 @@ const Tensor& triu_(const Tensor& a, int64_t diagonal) {
 Tensor trace(const Tensor& a) {
   EMBER_CHECK(a.dim() == 2, "trace: expected a matrix, but got tensor with dim ", a.dim());
   DType out_dt = is_floating(a.dtype()) ? a.dtype() : DType::Int64;
+  autograd::RecordScope scope({&a});
   Tensor result = empty(Shape{}, out_dt, a.device());
   trace_stub.get(a.device())(result, diagonal(a, 0, 0, 1));
+  if (scope.rec) {
+    scope.done();
+    autograd::record_trace(a, result);
+  }
   return result;
 }
 
