@@ -5,6 +5,7 @@
 
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
+#include "ember/autograd/record.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
@@ -58,6 +59,7 @@ py::object pair_result(const char* name, const std::pair<Tensor, Tensor>& r, py:
               " but the results have shape ", shape_str(r.first.sizes()));
   EMBER_CHECK(i->dtype() == DType::Int64, name, "(): expected out indices of dtype int64, got ",
               dtype_name(i->dtype()));
+  autograd::check_out_not_differentiable(name, {&r.first, v});
   copy_(*v, r.first);
   copy_(*i, r.second);
   return named_pair(name, *v, *i);
@@ -69,6 +71,7 @@ py::object tensor_result(const Tensor& r, py::handle out, const char* op) {
   EMBER_CHECK(o->sizes() == r.sizes(), op, "(): out= has shape ", shape_str(o->sizes()),
               " but the result has shape ", shape_str(r.sizes()),
               "; pass an out tensor of the result's shape");
+  autograd::check_out_not_differentiable(op, {&r, o});  // r requires grad iff an input did
   copy_(*o, r);
   return py::reinterpret_borrow<py::object>(out);
 }
