@@ -564,3 +564,19 @@ def test_concurrent_backward_on_independent_graphs():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_reduction_out_with_requires_grad_raises():
+    x = leaf([1.0, 2.0])
+    for call in (lambda: ember.amax(x, 0, out=ember.zeros((), dtype=ember.float64)),
+                 lambda: ember.max(x, 0, out=(ember.zeros((), dtype=ember.float64),
+                                              ember.zeros((), dtype=ember.int64))),
+                 lambda: ember.logsumexp(x, 0, out=ember.zeros((), dtype=ember.float64))):
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            call()
+
+
+def test_inplace_on_empty_broadcast_view_is_allowed():
+    a = ember.zeros(1, 0).expand(2, 0)
+    a.add_(ember.zeros(2, 0))  # nothing is written, so nothing overlaps
+    assert a.shape == (2, 0)
