@@ -580,3 +580,59 @@ def test_inplace_on_empty_broadcast_view_is_allowed():
     a = ember.zeros(1, 0).expand(2, 0)
     a.add_(ember.zeros(2, 0))  # nothing is written, so nothing overlaps
     assert a.shape == (2, 0)
+
+
+# ---- gradcheck itself and assert_close ---------------------------------------------------------
+
+class _WrongSquare(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x  # should be 2 * g * x
+
+
+def test_gradcheck_catches_a_wrong_backward():
+    x = leaf([0.3, -1.2, 2.0])
+    with pytest.raises(ember.autograd.GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        gradcheck(_WrongSquare.apply, (x,))
+    assert gradcheck(_WrongSquare.apply, (x,), raise_exception=False) is False
+    with pytest.raises(ember.autograd.GradcheckError):
+        ember.autograd.gradgradcheck(lambda t: _WrongSquare.apply(t) * t, (x,))
+
+
+def test_gradcheck_signature_defaults_and_warning():
+    import inspect
+    sig = inspect.signature(gradcheck)
+    assert sig.parameters["eps"].default == 1e-6
+    assert sig.parameters["atol"].default == 1e-5
+    assert sig.parameters["rtol"].default == 1e-3
+    assert sig.parameters["raise_exception"].default is True
+    assert sig.parameters["nondet_tol"].default == 0.0
+    assert sig.parameters["fast_mode"].default is False
+    with pytest.warns(UserWarning, match="is not a double precision floating point"):
+        gradcheck(lambda t: t * 2, (ember.tensor([1.0, 2.0], requires_grad=True),), raise_exception=False)
+    with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
+        gradcheck(lambda t: t * 2, (ember.tensor([1.0], dtype=ember.float64),))
+
+
+def test_assert_close_tolerances_and_report():
+    from ember.testing import assert_close
+    a = ember.tensor([1.0, 2.0, 3.0])
+    assert_close(a, a + 1e-7)  # within float32's defaults
+    with pytest.raises(AssertionError, match=r"Mismatched elements: 1 / 3 \(33.3%\)"):
+        assert_close(a, ember.tensor([1.0, 2.0, 3.1]))
+    with pytest.raises(AssertionError, match="Greatest absolute difference"):
+        assert_close(a, ember.tensor([1.0, 2.5, 3.0]))
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_close(a, a.double())
+    assert_close(ember.tensor([1, 2]), ember.tensor([1, 2]))
+    with pytest.raises(AssertionError):
+        assert_close(ember.tensor([1, 2]), ember.tensor([1, 3]))  # integers compare exactly
+    with pytest.raises(AssertionError, match="shape"):
+        assert_close(a, ember.tensor([1.0, 2.0]))
+    assert_close(ember.tensor([float("nan")]), ember.tensor([float("nan")]), equal_nan=True)

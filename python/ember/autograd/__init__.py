@@ -59,4 +59,4 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
 _C.Tensor.backward = _tensor_backward
 
 from . import functional, graph  # noqa: E402,F401
-from .gradcheck import gradcheck, gradgradcheck  # noqa: E402,F401
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
