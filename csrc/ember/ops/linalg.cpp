@@ -42,8 +42,8 @@ std::string mat_str(const Tensor& t) {
 // operand is never materialized.
 Tensor friendly(const Tensor& t) {
   const int64_t d = t.dim();
-  MatrixLayout l = matrix_layout(t.sizes()[d - 2], t.sizes()[d - 1], t.strides()[d - 2],
-                                 t.strides()[d - 1]);
+  MatrixLayout l =
+      matrix_layout(t.sizes()[d - 2], t.sizes()[d - 1], t.strides()[d - 2], t.strides()[d - 1]);
   return l.ok ? t : contiguous(t);
 }
 
@@ -60,8 +60,9 @@ bool same_storage_overlap(const Tensor& x, const Tensor& y) {
 }
 
 void check_matmul_dtype(const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
-              dtype_name(a.dtype()), " != ", dtype_name(b.dtype()));
+  EMBER_CHECK(a.dtype() == b.dtype(),
+              "expected m1 and m2 to have the same dtype, but got: ", dtype_name(a.dtype()),
+              " != ", dtype_name(b.dtype()));
 }
 
 void check_gemm_dtype(DType dt, const char* op) {
@@ -109,28 +110,32 @@ void gemm_into(const Tensor& dest, const Tensor& a0, const Tensor& b0, const Ten
                           input->storage_offset() == dest.storage_offset()));
   Tensor c = direct ? dest : empty(dest.sizes(), dest.dtype(), dest.device());
   if (use_input) {
-    const bool already = direct && (input->is_same(dest) ||
-                                    (input->storage() == dest.storage() &&
-                                     input->sizes() == dest.sizes() &&
-                                     input->strides() == dest.strides() &&
-                                     input->storage_offset() == dest.storage_offset()));
+    const bool already =
+        direct &&
+        (input->is_same(dest) ||
+         (input->storage() == dest.storage() && input->sizes() == dest.sizes() &&
+          input->strides() == dest.strides() && input->storage_offset() == dest.storage_offset()));
     if (!already) copy_(c, *input);
   }
   if (k == 0) {  // an empty sum: beta * input, or zeros
-    if (use_input) binary_(BinaryOp::mul, c, wrap_scalar(beta));
-    else fill_(c, Scalar(int64_t(0)));
+    if (use_input)
+      binary_(BinaryOp::mul, c, wrap_scalar(beta));
+    else
+      fill_(c, Scalar(int64_t(0)));
   } else {
     gemm_stub.get(dest.device())(c, a, b, use_input ? beta : Scalar(int64_t(0)), alpha);
   }
-  if (!direct) copy_(dest, c);
-  else dest.bump_version();
+  if (!direct)
+    copy_(dest, c);
+  else
+    dest.bump_version();
 }
 
 // matmul under autograd (Note [Matmul gradients]): PyTorch's composition of
 // recorded primitives, so each case gets the graph PyTorch builds. Called with
 // validated operands, at least one of them >= 3-D or (1-D, 2-D).
-Tensor matmul_autograd(const Tensor& a, const Tensor& b, const Shape& batch, int64_t m,
-                       int64_t k, int64_t n, const Shape& final_shape) {
+Tensor matmul_autograd(const Tensor& a, const Tensor& b, const Shape& batch, int64_t m, int64_t k,
+                       int64_t n, const Shape& final_shape) {
   const int64_t d1 = a.dim(), d2 = b.dim();
   if (d1 == 1 && d2 == 2) return squeeze(mm(unsqueeze(a, 0), b), Shape{0});
   if (d1 >= 3 && d2 <= 2) {  // fold the batch into the rows: one mm / mv
@@ -245,8 +250,10 @@ void check_bmm_args(const Tensor& a, const Tensor& b, const char* op) {
   EMBER_CHECK(a.dim() == 3, "batch1 must be a 3D tensor");
   EMBER_CHECK(b.dim() == 3, "batch2 must be a 3D tensor");
   check_same_device(a, b, op);
-  EMBER_CHECK(a.dtype() == b.dtype(), op, ": expected batch1 and batch2 to have the same dtype, "
-              "but got: ", dtype_name(a.dtype()), " != ", dtype_name(b.dtype()));
+  EMBER_CHECK(a.dtype() == b.dtype(), op,
+              ": expected batch1 and batch2 to have the same dtype, "
+              "but got: ",
+              dtype_name(a.dtype()), " != ", dtype_name(b.dtype()));
   check_gemm_dtype(a.dtype(), op);
   EMBER_CHECK(b.sizes()[0] == a.sizes()[0] && b.sizes()[1] == a.sizes()[2],
               "Expected size for first two dimensions of batch2 tensor to be: [", a.sizes()[0],
@@ -277,8 +284,8 @@ Tensor mv_impl(const Tensor& mat, const Tensor& vec, const Tensor* out) {
   Shape shape{mat.sizes()[0]};
   if (out) check_out(*out, mat.dtype(), shape, mat.device(), "mv");
   Tensor result = out ? *out : empty(shape, mat.dtype(), mat.device());
-  gemm_into(unsqueeze(result, 1), friendly(mat), friendly(unsqueeze(vec, 1)), nullptr, Scalar(int64_t(0)),
-            Scalar(int64_t(1)));
+  gemm_into(unsqueeze(result, 1), friendly(mat), friendly(unsqueeze(vec, 1)), nullptr,
+            Scalar(int64_t(0)), Scalar(int64_t(1)));
   return result;
 }
 
@@ -432,11 +439,11 @@ Tensor& addmm_out(const Tensor& input, const Tensor& m1, const Tensor& m2, Scala
   addmm_impl(input, m1, m2, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
-Tensor& addmm_(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta,
-               Scalar alpha) {
+Tensor& addmm_(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
   if (autograd::inplace_records(input, {&m1, &m2})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
-    if (m1.dim() == 2 && m2.dim() == 2) check_inplace_shape(input, Shape{m1.sizes()[0], m2.sizes()[1]}, "addmm_");
+    if (m1.dim() == 2 && m2.dim() == 2)
+      check_inplace_shape(input, Shape{m1.sizes()[0], m2.sizes()[1]}, "addmm_");
     autograd::inplace_with_grad(input, "addmm_", false, [&](const Tensor& self) {
       return addmm(self, m1, m2, beta, alpha);
     });
@@ -460,8 +467,7 @@ static Tensor baddbmm_impl(const Tensor& input, const Tensor& b1, const Tensor& 
   return result;
 }
 
-Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
-               Scalar alpha) {
+Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta, Scalar alpha) {
   autograd::RecordScope scope({&input, &b1, &b2});
   Tensor r = baddbmm_impl(input, b1, b2, beta, alpha, nullptr, false);
   if (scope.rec) {
@@ -480,7 +486,8 @@ Tensor& baddbmm_(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar
                  Scalar alpha) {
   if (autograd::inplace_records(input, {&b1, &b2})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
-    if (b1.dim() == 3 && b2.dim() == 3) check_inplace_shape(input, Shape{b1.sizes()[0], b1.sizes()[1], b2.sizes()[2]}, "baddbmm_");
+    if (b1.dim() == 3 && b2.dim() == 3)
+      check_inplace_shape(input, Shape{b1.sizes()[0], b1.sizes()[1], b2.sizes()[2]}, "baddbmm_");
     autograd::inplace_with_grad(input, "baddbmm_", false, [&](const Tensor& self) {
       return baddbmm(self, b1, b2, beta, alpha);
     });
@@ -502,10 +509,10 @@ static Tensor addmv_impl(const Tensor& input, const Tensor& mat, const Tensor& v
               dtype_name(input.dtype()), ", ", dtype_name(mat.dtype()), " and ",
               dtype_name(vec.dtype()));
   check_gemm_dtype(mat.dtype(), op);
-  EMBER_CHECK(mat.sizes()[1] == vec.sizes()[0] &&
-                  (input.numel() == mat.sizes()[0] || input.numel() == 1),
-              "size mismatch, got input (", input.dim() == 0 ? 1 : input.sizes()[0], "), mat (",
-              mat_str(mat), "), vec (", vec.sizes()[0], ")");
+  EMBER_CHECK(
+      mat.sizes()[1] == vec.sizes()[0] && (input.numel() == mat.sizes()[0] || input.numel() == 1),
+      "size mismatch, got input (", input.dim() == 0 ? 1 : input.sizes()[0], "), mat (",
+      mat_str(mat), "), vec (", vec.sizes()[0], ")");
   Shape shape{mat.sizes()[0]};
   Tensor result = add_result(input, mat, beta, alpha, out, shape, op, inplace);
   Tensor in = inplace ? input : expand_to(input, shape, op);
@@ -514,8 +521,7 @@ static Tensor addmv_impl(const Tensor& input, const Tensor& mat, const Tensor& v
   return result;
 }
 
-Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
-             Scalar alpha) {
+Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) {
   autograd::RecordScope scope({&input, &mat, &vec});
   Tensor r = addmv_impl(input, mat, vec, beta, alpha, nullptr, false);
   if (scope.rec) {
@@ -534,7 +540,8 @@ Tensor& addmv_(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar
                Scalar alpha) {
   if (autograd::inplace_records(input, {&mat, &vec})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
-    if (mat.dim() == 2 && vec.dim() == 1) check_inplace_shape(input, Shape{mat.sizes()[0]}, "addmv_");
+    if (mat.dim() == 2 && vec.dim() == 1)
+      check_inplace_shape(input, Shape{mat.sizes()[0]}, "addmv_");
     autograd::inplace_with_grad(input, "addmv_", false, [&](const Tensor& self) {
       return addmv(self, mat, vec, beta, alpha);
     });
@@ -585,8 +592,10 @@ static Tensor tril_triu(const Tensor& a, int64_t diagonal, bool upper, const Ten
                          result.storage_offset() == a.storage_offset());
   Tensor dst = aliased ? empty(a.sizes(), a.dtype(), a.device()) : result;
   tril_triu_stub.get(a.device())(dst, a, upper, diagonal);
-  if (aliased) copy_(result, dst);
-  else result.bump_version();
+  if (aliased)
+    copy_(result, dst);
+  else
+    result.bump_version();
   return result;
 }
 
@@ -609,9 +618,8 @@ static const Tensor& tril_triu_inplace(const Tensor& a, int64_t diagonal, bool u
   if (autograd::inplace_records(a, {})) {
     EMBER_CHECK(a.dim() >= 2, op, ": input tensor must have at least 2 dimensions");
     check_no_internal_overlap(a, op);
-    return autograd::inplace_with_grad(a, op, false, [&](const Tensor& self) {
-      return tril_triu_rec(self, diagonal, upper);
-    });
+    return autograd::inplace_with_grad(
+        a, op, false, [&](const Tensor& self) { return tril_triu_rec(self, diagonal, upper); });
   }
   tril_triu(a, diagonal, upper, nullptr, true);
   return a;

@@ -40,8 +40,7 @@ extern DispatchStub<GemmKernel> gemm_stub;
 
 /// out <- tril(in, diagonal) (upper = false) or triu(in, diagonal); equal shapes, >= 2-D;
 /// out may be in itself (in-place).
-using TrilTriuKernel = void (*)(const Tensor& out, const Tensor& in, bool upper,
-                                int64_t diagonal);
+using TrilTriuKernel = void (*)(const Tensor& out, const Tensor& in, bool upper, int64_t diagonal);
 extern DispatchStub<TrilTriuKernel> tril_triu_stub;
 
 /// out (0-d) <- sum of the 1-D `diag`, accumulated in double (floating) or int64.
@@ -84,10 +83,10 @@ Tensor& addmm_(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scal
 /// beta * input + alpha * bmm(batch1, batch2).
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta = 1,
                Scalar alpha = 1);
-Tensor& baddbmm_out(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
-                    Scalar beta, Scalar alpha, const Tensor& out);
-Tensor& baddbmm_(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
-                 Scalar beta = 1, Scalar alpha = 1);
+Tensor& baddbmm_out(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta,
+                    Scalar alpha, const Tensor& out);
+Tensor& baddbmm_(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta = 1,
+                 Scalar alpha = 1);
 /// beta * input + alpha * (mat @ vec).
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta = 1,
              Scalar alpha = 1);

@@ -56,36 +56,43 @@ Tensor trace_backward(const Tensor& grad, int64_t rows, int64_t cols) {
 
 void record_mm(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
-  auto node = record("MmBackward0", {&a, &b}, out, [](LambdaNode& n, variable_list&& g) -> variable_list {
-    Tensor ga, gb;
-    if (n.should_compute_output(0)) ga = mm_mat1_backward(g[0], n.unpack(1), Scalar(int64_t(1)));
-    if (n.should_compute_output(1)) gb = mm_mat2_backward(g[0], n.unpack(0), Scalar(int64_t(1)));
-    return {ga, gb};
-  });
+  auto node =
+      record("MmBackward0", {&a, &b}, out, [](LambdaNode& n, variable_list&& g) -> variable_list {
+        Tensor ga, gb;
+        if (n.should_compute_output(0))
+          ga = mm_mat1_backward(g[0], n.unpack(1), Scalar(int64_t(1)));
+        if (n.should_compute_output(1))
+          gb = mm_mat2_backward(g[0], n.unpack(0), Scalar(int64_t(1)));
+        return {ga, gb};
+      });
   save_if(*node, a, node->should_compute_output(1));
   save_if(*node, b, node->should_compute_output(0));
 }
 
 void record_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
-  auto node = record("BmmBackward0", {&a, &b}, out, [](LambdaNode& n, variable_list&& g) -> variable_list {
-    Tensor ga, gb;
-    if (n.should_compute_output(0)) ga = bmm_batch1_backward(g[0], n.unpack(1), Scalar(int64_t(1)));
-    if (n.should_compute_output(1)) gb = bmm_batch2_backward(g[0], n.unpack(0), Scalar(int64_t(1)));
-    return {ga, gb};
-  });
+  auto node =
+      record("BmmBackward0", {&a, &b}, out, [](LambdaNode& n, variable_list&& g) -> variable_list {
+        Tensor ga, gb;
+        if (n.should_compute_output(0))
+          ga = bmm_batch1_backward(g[0], n.unpack(1), Scalar(int64_t(1)));
+        if (n.should_compute_output(1))
+          gb = bmm_batch2_backward(g[0], n.unpack(0), Scalar(int64_t(1)));
+        return {ga, gb};
+      });
   save_if(*node, a, node->should_compute_output(1));
   save_if(*node, b, node->should_compute_output(0));
 }
 
 void record_mv(const Tensor& mat, const Tensor& vec, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
-  auto node = record("MvBackward0", {&mat, &vec}, out, [](LambdaNode& n, variable_list&& g) -> variable_list {
-    Tensor gm, gv;
-    if (n.should_compute_output(0)) gm = outer(g[0], n.unpack(1));
-    if (n.should_compute_output(1)) gv = mv(t(n.unpack(0)), g[0]);
-    return {gm, gv};
-  });
+  auto node = record("MvBackward0", {&mat, &vec}, out,
+                     [](LambdaNode& n, variable_list&& g) -> variable_list {
+                       Tensor gm, gv;
+                       if (n.should_compute_output(0)) gm = outer(g[0], n.unpack(1));
+                       if (n.should_compute_output(1)) gv = mv(t(n.unpack(0)), g[0]);
+                       return {gm, gv};
+                     });
   save_if(*node, mat, node->should_compute_output(1));
   save_if(*node, vec, node->should_compute_output(0));
 }
@@ -108,12 +115,15 @@ void record_addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, S
   if (!is_floating(out.dtype())) return;
   auto node = record("AddmmBackward0", {&input, &mat1, &mat2}, out,
                      [beta, alpha](LambdaNode& n, variable_list&& g) -> variable_list {
-    Tensor gi, g1, g2;
-    if (n.should_compute_output(0)) gi = add_input_backward(g[0], beta, n.shape_a);
-    if (n.should_compute_output(1)) g1 = mm_mat1_backward(g[0], n.unpack(1), alpha);
-    if (n.should_compute_output(2)) g2 = mm_mat2_backward(g[0], n.unpack(0), alpha);
-    return {gi, g1, g2};
-  });
+                       Tensor gi, g1, g2;
+                       if (n.should_compute_output(0))
+                         gi = add_input_backward(g[0], beta, n.shape_a);
+                       if (n.should_compute_output(1))
+                         g1 = mm_mat1_backward(g[0], n.unpack(1), alpha);
+                       if (n.should_compute_output(2))
+                         g2 = mm_mat2_backward(g[0], n.unpack(0), alpha);
+                       return {gi, g1, g2};
+                     });
   node->shape_a = input.sizes();
   save_if(*node, mat1, node->should_compute_output(2));
   save_if(*node, mat2, node->should_compute_output(1));
@@ -124,12 +134,15 @@ void record_baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& bat
   if (!is_floating(out.dtype())) return;
   auto node = record("BaddbmmBackward0", {&input, &batch1, &batch2}, out,
                      [beta, alpha](LambdaNode& n, variable_list&& g) -> variable_list {
-    Tensor gi, g1, g2;
-    if (n.should_compute_output(0)) gi = add_input_backward(g[0], beta, n.shape_a);
-    if (n.should_compute_output(1)) g1 = bmm_batch1_backward(g[0], n.unpack(1), alpha);
-    if (n.should_compute_output(2)) g2 = bmm_batch2_backward(g[0], n.unpack(0), alpha);
-    return {gi, g1, g2};
-  });
+                       Tensor gi, g1, g2;
+                       if (n.should_compute_output(0))
+                         gi = add_input_backward(g[0], beta, n.shape_a);
+                       if (n.should_compute_output(1))
+                         g1 = bmm_batch1_backward(g[0], n.unpack(1), alpha);
+                       if (n.should_compute_output(2))
+                         g2 = bmm_batch2_backward(g[0], n.unpack(0), alpha);
+                       return {gi, g1, g2};
+                     });
   node->shape_a = input.sizes();
   save_if(*node, batch1, node->should_compute_output(2));
   save_if(*node, batch2, node->should_compute_output(1));
@@ -140,12 +153,15 @@ void record_addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Sca
   if (!is_floating(out.dtype())) return;
   auto node = record("AddmvBackward0", {&input, &mat, &vec}, out,
                      [beta, alpha](LambdaNode& n, variable_list&& g) -> variable_list {
-    Tensor gi, gm, gv;
-    if (n.should_compute_output(0)) gi = add_input_backward(g[0], beta, n.shape_a);
-    if (n.should_compute_output(1)) gm = maybe_multiply(outer(g[0], n.unpack(1)), alpha);
-    if (n.should_compute_output(2)) gv = maybe_multiply(mv(t(n.unpack(0)), g[0]), alpha);
-    return {gi, gm, gv};
-  });
+                       Tensor gi, gm, gv;
+                       if (n.should_compute_output(0))
+                         gi = add_input_backward(g[0], beta, n.shape_a);
+                       if (n.should_compute_output(1))
+                         gm = maybe_multiply(outer(g[0], n.unpack(1)), alpha);
+                       if (n.should_compute_output(2))
+                         gv = maybe_multiply(mv(t(n.unpack(0)), g[0]), alpha);
+                       return {gi, gm, gv};
+                     });
   node->shape_a = input.sizes();
   save_if(*node, mat, node->should_compute_output(2));
   save_if(*node, vec, node->should_compute_output(1));
@@ -162,9 +178,10 @@ void record_tril_triu(const Tensor& input, bool upper, int64_t diagonal, const T
 void record_trace(const Tensor& input, const Tensor& out) {
   if (!is_floating(out.dtype())) return;
   const int64_t rows = input.sizes()[0], cols = input.sizes()[1];
-  record("TraceBackward0", {&input}, out, [rows, cols](LambdaNode&, variable_list&& g) -> variable_list {
-    return {trace_backward(g[0], rows, cols)};
-  });
+  record("TraceBackward0", {&input}, out,
+         [rows, cols](LambdaNode&, variable_list&& g) -> variable_list {
+           return {trace_backward(g[0], rows, cols)};
+         });
 }
 
 }  // namespace ember::autograd
