@@ -2,6 +2,7 @@
 // that create_graph=True differentiates them again.
 #include <cmath>
 
+#include "ember/autograd/derivatives/formula.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/view.h"
 
@@ -11,14 +12,9 @@ namespace {
 using B = BinaryOp;
 using U = UnaryOp;
 
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
-Tensor plus(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }
-Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
-Tensor neg(const Tensor& a) { return unary(U::neg, a); }
+using namespace formula;
 Tensor zeros_like_(const Tensor& a) { return zeros(a.sizes(), a.dtype(), a.device()); }
-Tensor mask(const Tensor& cond, const Tensor& like) { return to_dtype(cond, like.dtype()); }
+Tensor mask(const Tensor& cond, const Tensor& like) { return as_float(cond, like); }
 
 const char* unary_node_name(U op) {
   if (op == U::square) return "PowBackward0";  // square is pow(x, 2) in PyTorch

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ember/autograd/derivatives/formula.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/join.h"
@@ -16,16 +17,9 @@ namespace {
 using B = BinaryOp;
 using U = UnaryOp;
 
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
-Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
-Tensor eq(const Tensor& a, const Tensor& b) { return binary(B::eq, a, b); }
-Tensor land(const Tensor& a, const Tensor& b) { return binary(B::logical_and, a, b); }
-Tensor lor(const Tensor& a, const Tensor& b) { return binary(B::logical_or, a, b); }
+using namespace formula;
 Tensor zero_like(const Tensor& t) { return scalar_tensor(Scalar(0.0), t.dtype(), t.device()); }
 Tensor one_like(const Tensor& t) { return scalar_tensor(Scalar(1.0), t.dtype(), t.device()); }
-Tensor as_float(const Tensor& mask, const Tensor& like) { return to_dtype(mask, like.dtype()); }
 
 Shape as_shape(const std::vector<int64_t>& v) { return Shape(v.begin(), v.end()); }
 
