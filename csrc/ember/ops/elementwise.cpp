@@ -23,6 +23,24 @@ DispatchStub<void (*)(TensorIterator&, Scalar)> fill_stub("fill_");
 const char* op_name(UnaryOp op) { return unary_stubs[int(op)].name; }
 const char* op_name(BinaryOp op) { return binary_stubs[int(op)].name; }
 
+// "add_", "exp_": the in-place names, for autograd's messages.
+static const char* inplace_name(UnaryOp op) {
+  static const char* names[] = {
+#define EMBER_NAME(n, F, k) #n "_",
+      EMBER_UNARY_OPS(EMBER_NAME)
+#undef EMBER_NAME
+  };
+  return names[int(op)];
+}
+static const char* inplace_name(BinaryOp op) {
+  static const char* names[] = {
+#define EMBER_NAME(n, F, k) #n "_",
+      EMBER_BINARY_OPS(EMBER_NAME)
+#undef EMBER_NAME
+  };
+  return names[int(op)];
+}
+
 namespace {
 
 enum class Kind { SAME, BITS, ROUND, FLOATONLY, FLOAT, PRED, ARITH, TRUEDIV, FLOATING, COMPARE, LOGICAL };
@@ -196,7 +214,7 @@ static Tensor run_unary(UnaryOp op, const Tensor& a, const Tensor* out_opt) {
   unary_stubs[int(op)].get(a.device())(it);
   if (out_opt) {
     if (!direct) copy_(*out_opt, out);
-    else out_opt->bump_version();
+    else out_opt->bump_version(out_opt->is_same(a) ? inplace_name(op) : op_name(op));
     return *out_opt;
   }
   return out;
@@ -222,7 +240,7 @@ Tensor& unary_out(UnaryOp op, const Tensor& a, const Tensor& out) {
 }
 Tensor& unary_(UnaryOp op, const Tensor& a) {
   if (inplace_records(a, nullptr)) {
-    autograd::inplace_with_grad(a, op_name(op), autograd::unary_needs_input(op),
+    autograd::inplace_with_grad(a, inplace_name(op), autograd::unary_needs_input(op),
                       [op](const Tensor& s) { return unary(op, s); });
     return const_cast<Tensor&>(a);
   }
@@ -305,7 +323,7 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   binary_stubs[int(op)].get(dev)(it);
   if (out_opt) {
     if (!direct) copy_(*out_opt, out);
-    else out_opt->bump_version();
+    else out_opt->bump_version(out_opt->is_same(a) ? inplace_name(op) : op_name(op));
     return *out_opt;
   }
   return out;
@@ -327,7 +345,7 @@ Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
 }
 Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (inplace_records(a, &b)) {
-    autograd::inplace_with_grad(a, op_name(op), autograd::binary_needs_self(op),
+    autograd::inplace_with_grad(a, inplace_name(op), autograd::binary_needs_self(op),
                       [op, &b](const Tensor& s) { return binary(op, s, b); });
     return const_cast<Tensor&>(a);
   }
