@@ -465,3 +465,17 @@ def test_hessian_vector_product_through_matmul():
     (hv,) = ember.autograd.grad(g, (x,), grad_outputs=(v,))
     An = A.numpy()
     np.testing.assert_allclose(hv.numpy(), (An + An.T) @ v.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,tol", [(ember.float16, 1e-2), (ember.bfloat16, 5e-2)])
+def test_reduced_precision_gradients(dtype, tol):
+    an = np.random.default_rng(0).uniform(-1, 1, (2, 3, 4))
+    bn = np.random.default_rng(1).uniform(-1, 1, (4, 2))
+    a = ember.tensor(an, dtype=dtype, requires_grad=True)
+    b = ember.tensor(bn, dtype=dtype, requires_grad=True)
+    (a @ b).sum().backward()
+    assert a.grad.dtype == dtype and b.grad.dtype == dtype
+    g = np.ones((2, 3, 2))
+    np.testing.assert_allclose(a.grad.to(ember.float64).numpy(), g @ bn.T, atol=tol, rtol=tol)
+    np.testing.assert_allclose(b.grad.to(ember.float64).numpy(),
+                               np.einsum("bmk,bmn->kn", an, g), atol=4 * tol, rtol=tol)
