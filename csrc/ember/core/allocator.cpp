@@ -1,5 +1,6 @@
 #include "ember/core/allocator.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -16,11 +17,18 @@ namespace ember {
 // first time and ~4 ms when reused. Sizes round up to a power of two below
 // 1 MiB and to a multiple of 1 MiB above, so that shapes that vary a little
 // still hit. The cache is bounded (default 2 GiB); past the bound blocks are
-// returned to the OS. empty_cache() returns everything.
+// returned to the OS. empty_cache() returns everything. Small blocks are
+// also kept in a per-thread cache (no lock on the hot path of small ops).
 namespace {
 
 constexpr size_t kAlign = 64;
 constexpr size_t kMiB = size_t(1) << 20;
+// Blocks carry their rounded size in a 64-byte header before the data, so a
+// DataPtr needs no separate context allocation.
+constexpr size_t kHeader = 64;
+// Small blocks (<= 64 KiB) are also cached per thread without locking.
+constexpr int kSmallClasses = 11;  // 64 B .. 64 KiB, powers of two
+constexpr size_t kThreadCacheDepth = 64;
 
 size_t round_size(size_t n) {
   if (n == 0) return kAlign;
@@ -32,64 +40,101 @@ size_t round_size(size_t n) {
   return (n + kMiB - 1) / kMiB * kMiB;
 }
 
+int small_class(size_t size) {
+  if (size > (kAlign << (kSmallClasses - 1))) return -1;
+  return __builtin_ctzll(size) - 6;  // size is a power of two >= 64
+}
+
+size_t& header_size(void* base) { return *static_cast<size_t*>(base); }
+
+class CachingCpuAllocator;
+CachingCpuAllocator& the_cpu_allocator();
+
+// Per-thread free lists of small blocks; returned to the shared cache at thread exit.
+struct ThreadCache {
+  std::vector<void*> bins[kSmallClasses];
+  ~ThreadCache();
+};
+thread_local ThreadCache t_cache;
+
 class CachingCpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
     size_t size = round_size(nbytes);
-    void* p = nullptr;
-    {
+    void* base = nullptr;
+    int cls = small_class(size);
+    if (cls >= 0 && !t_cache.bins[cls].empty()) {
+      base = t_cache.bins[cls].back();
+      t_cache.bins[cls].pop_back();
+      cached_ -= int64_t(size);
+      ++hits_;
+    } else {
       std::lock_guard<std::mutex> g(mu_);
       auto it = free_.find(size);
       if (it != free_.end() && !it->second.empty()) {
-        p = it->second.back();
+        base = it->second.back();
         it->second.pop_back();
         cached_ -= int64_t(size);
         ++hits_;
       } else {
         ++misses_;
       }
-      allocated_ += int64_t(size);
     }
-    if (!p) {
-      p = std::aligned_alloc(kAlign, size);
-      if (!p) {
-        std::lock_guard<std::mutex> g(mu_);
-        allocated_ -= int64_t(size);
-        EMBER_ERROR("CPU allocator: out of memory allocating ", nbytes, " bytes");
-      }
+    if (!base) {
+      base = std::aligned_alloc(kAlign, size + kHeader);
+      EMBER_CHECK(base, "CPU allocator: out of memory allocating ", nbytes, " bytes");
+      header_size(base) = size;
     }
-    return DataPtr{p, new Ctx{p, size}, &CachingCpuAllocator::release};
+    allocated_ += int64_t(size);
+    void* data = static_cast<char*>(base) + kHeader;
+    return DataPtr{data, data, &CachingCpuAllocator::release};
   }
 
-  static void release(void* ctx);
+  static void release(void* data) { the_cpu_allocator().give_back(static_cast<char*>(data) - kHeader); }
 
-  void give_back(void* p, size_t size) {
+  void give_back(void* base) {
+    size_t size = header_size(base);
+    allocated_ -= int64_t(size);
+    int cls = small_class(size);
+    if (cls >= 0 && t_cache.bins[cls].size() < kThreadCacheDepth &&
+        cached_ + int64_t(size) <= limit_) {
+      t_cache.bins[cls].push_back(base);
+      cached_ += int64_t(size);
+      return;
+    }
+    to_shared(base, size);
+  }
+
+  void to_shared(void* base, size_t size) {
     bool keep;
     {
       std::lock_guard<std::mutex> g(mu_);
-      allocated_ -= int64_t(size);
       keep = cached_ + int64_t(size) <= limit_;
-      if (keep) {
-        free_[size].push_back(p);
-        cached_ += int64_t(size);
-      }
+      if (keep) free_[size].push_back(base);
     }
-    if (!keep) std::free(p);
+    if (keep) cached_ += int64_t(size);
+    else std::free(base);
   }
 
-  CpuAllocatorStats stats() {
-    std::lock_guard<std::mutex> g(mu_);
-    return {allocated_, cached_, hits_, misses_};
-  }
+  CpuAllocatorStats stats() { return {allocated_.load(), cached_.load(), hits_.load(), misses_.load()}; }
+
   void empty_cache() {
     std::unordered_map<size_t, std::vector<void*>> old;
     {
       std::lock_guard<std::mutex> g(mu_);
       old.swap(free_);
-      cached_ = 0;
     }
-    for (auto& kv : old)
+    for (auto& kv : old) {
       for (void* p : kv.second) std::free(p);
+      cached_ -= int64_t(kv.first * kv.second.size());
+    }
+    for (auto& bin : t_cache.bins) {  // this thread's small blocks too
+      for (void* p : bin) {
+        cached_ -= int64_t(header_size(p));
+        std::free(p);
+      }
+      bin.clear();
+    }
   }
   void set_limit(int64_t b) {
     limit_ = b;
@@ -97,16 +142,10 @@ class CachingCpuAllocator final : public Allocator {
   }
 
  private:
-  // The deleter context carries the pointer and its rounded size.
-  struct Ctx {
-    void* p;
-    size_t size;
-  };
-
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
-  int64_t allocated_ = 0, cached_ = 0, hits_ = 0, misses_ = 0;
-  int64_t limit_ = int64_t(2) << 30;
+  std::atomic<int64_t> allocated_{0}, cached_{0}, hits_{0}, misses_{0};
+  std::atomic<int64_t> limit_{int64_t(2) << 30};
 };
 
 CachingCpuAllocator& the_cpu_allocator() {
@@ -115,10 +154,11 @@ CachingCpuAllocator& the_cpu_allocator() {
   return *a;
 }
 
-void CachingCpuAllocator::release(void* ctx) {
-  auto* c = static_cast<Ctx*>(ctx);
-  the_cpu_allocator().give_back(c->p, c->size);
-  delete c;
+ThreadCache::~ThreadCache() {
+  for (auto& bin : bins) {
+    for (void* p : bin) the_cpu_allocator().to_shared(p, header_size(p));
+    bin.clear();
+  }
 }
 
 Allocator* g_allocators[kNumDeviceTypes] = {nullptr, nullptr};

@@ -31,6 +31,9 @@ struct Ctx {
 class CudaCachingAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
+    static const int devices = device_count();
+    EMBER_CHECK(devices > 0, "Found no NVIDIA driver on your system, or no CUDA device is visible: "
+                             "ember.cuda.is_available() is False. Use device='cpu'.");
     int dev = current_device();
     size_t size = round_size(nbytes);
     void* p = nullptr;
