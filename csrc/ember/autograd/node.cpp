@@ -132,8 +132,7 @@ void set_requires_grad(const Tensor& t, bool on) {
   if (on) {
     EMBER_CHECK(!(t.impl()->inference && !inference_mode()),
                 "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
-    EMBER_CHECK(is_floating(t.dtype()),
-                "only Tensors of floating point and complex dtype can require gradients (got ",
+    EMBER_CHECK(is_floating(t.dtype()), "only Tensors of floating point dtype can require gradients (got ",
                 dtype_name(t.dtype()), ")");
   }
   t.impl()->requires_grad = on;

@@ -36,19 +36,22 @@ def _numerical_jacobian(fn, inputs, idx, eps):
     """Columns: d outputs / d inputs[idx].flat[j] by central differences."""
     x = inputs[idx]
     n = x.numel()
-    flat = x.data.view(-1) if x.is_contiguous() else None
+    data = x.data  # perturbed in place, without autograd seeing the writes
+    flat = data.view(-1) if x.is_contiguous() else None
+    shape = tuple(x.shape)
     cols = []
     for j in range(n):
-        if flat is None:
-            raise ValueError("gradcheck: inputs must be contiguous")
-        orig = flat[j].item()
-        flat[j] = orig - eps
+        # Non-contiguous inputs are perturbed element by element through their own strides.
+        where = j if flat is not None else tuple(int(i) for i in np.unravel_index(j, shape))
+        target = flat if flat is not None else data
+        orig = target[where].item()
+        target[where] = orig - eps
         with _no_grad():
             lo = [_flat_numpy(o) for o in _as_tuple(fn(*inputs)) if isinstance(o, _C.Tensor)]
-        flat[j] = orig + eps
+        target[where] = orig + eps
         with _no_grad():
             hi = [_flat_numpy(o) for o in _as_tuple(fn(*inputs)) if isinstance(o, _C.Tensor)]
-        flat[j] = orig
+        target[where] = orig
         cols.append([(h - l) / (2 * eps) for h, l in zip(hi, lo)])
     return cols  # [input element][output index] -> vector over output elements
 
