@@ -39,6 +39,7 @@ sys.path.insert(0, HERE)
 
 import numpy as np  # noqa: E402
 from _cases import timeit  # noqa: E402
+from _table import print_table  # noqa: E402
 
 
 def _leaf(conv, a):
@@ -158,14 +159,8 @@ def main():
         te, tt = local[n], torch_times.get(n)
         ratio = f"{te / tt:.2f}x" if te is not None and tt is not None else "n/a"
         rows.append([n, fmt_time(te), fmt_time(tt), ratio])
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    print(f"ember {ember.__version__} | {torch_label} | {args.threads} threads "
-          f"(small-op cases: 1) | medians after warm-up")
-    print(line(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print(line(r))
+    print_table(f"ember {ember.__version__} | {torch_label} | {args.threads} threads "
+                f"(small-op cases: 1) | medians after warm-up", header, rows)
     if torch_version and "generic" in torch_version:
         print("note: this PyTorch build calls a reference (unoptimized) BLAS for matmul, so the "
               "MLP row mostly compares GEMM libraries, not autograd overhead.")

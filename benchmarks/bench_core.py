@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 from _cases import CASES, timeit  # noqa: E402
 
 import ember  # noqa: E402
+from _table import print_table  # noqa: E402
 
 
 def fmt_time(t):
@@ -116,14 +117,8 @@ def main():
         flops = CASES[n][1]
         rows.append([n, fmt_cell(te, flops), fmt_cell(tn, flops), fmt_cell(tt, flops),
                      fmt_ratio(te, tt), fmt_ratio(te, tn)])
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
-    print(f"ember {ember.__version__} | NumPy {np.__version__} | {torch_label} | "
-          f"{args.threads} threads (dispatch cases: 1) | medians after warm-up")
-    print(line(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for r in rows:
-        print(line(r))
+    print_table(f"ember {ember.__version__} | NumPy {np.__version__} | {torch_label} | "
+                f"{args.threads} threads (dispatch cases: 1) | medians after warm-up", header, rows)
     if torch_version and "generic" in torch_version:
         print("note: this PyTorch build calls a reference (unoptimized) BLAS for matmul; compare "
               "SGEMM against NumPy's OpenBLAS instead.")
