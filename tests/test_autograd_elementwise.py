@@ -196,7 +196,7 @@ def test_view_gradgradcheck(name):
 def test_unbind_split_chunk_have_one_node_each():
     x = rand((4, 3))
     parts = x.unbind(0)
-    assert parts[0].grad_fn.name() == "UnbindBackward0" and parts[0].grad_fn == parts[3].grad_fn
+    assert parts[0].grad_fn.name() == "UnbindBackward0" and parts[0].grad_fn is parts[3].grad_fn
     assert gradcheck(lambda t: tuple(p * (i + 1) for i, p in enumerate(t.unbind(1))), (x,))
     assert x.split(2)[0].grad_fn.name() == "SplitBackward0"
     assert x.split([1, 3])[0].grad_fn.name() == "SplitWithSizesBackward0"

@@ -70,6 +70,9 @@ struct Node : std::enable_shared_from_this<Node> {
   std::string trace;
   /// Undefined incoming gradients become zeros before apply (custom Functions may opt out).
   bool materialize_grads = true;
+  /// The Python object wrapping this node, if one is alive (borrowed; see
+  /// Note [Python object identity]): `y.grad_fn is y.grad_fn`.
+  void* pyobj = nullptr;
 
   uint32_t add_input_meta(const Tensor& t);
   bool should_compute_output(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }

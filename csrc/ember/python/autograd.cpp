@@ -23,9 +23,21 @@ struct PyNode {
   std::shared_ptr<Node> node;
 };
 
+// Clears the node's back-pointer when its Python wrapper dies.
+struct PyNodeDeleter {
+  void operator()(PyNode* p) const {
+    if (p->node) p->node->pyobj = nullptr;
+    delete p;
+  }
+};
+
+// One Python object per live node, so graph walks can use `is`.
 py::object node_object(const std::shared_ptr<Node>& n) {
   if (!n) return py::none();
-  return py::cast(PyNode{n});
+  if (n->pyobj) return py::reinterpret_borrow<py::object>(static_cast<PyObject*>(n->pyobj));
+  py::object o = py::cast(PyNode{n});
+  n->pyobj = o.ptr();
+  return o;
 }
 
 // Converts Python values to tensors for the engine (None -> undefined).
@@ -175,7 +187,7 @@ void init_autograd(py::module_& m) {
 
   py::class_<HookHandle>(m, "_HookHandle").def("remove", &HookHandle::remove);
 
-  py::class_<PyNode>(m, "_Node")
+  py::class_<PyNode, std::unique_ptr<PyNode, PyNodeDeleter>>(m, "_Node")
       .def("name", [](const PyNode& n) { return n.node->name(); })
       .def_property_readonly("next_functions", [](const PyNode& n) {
         py::tuple t(n.node->next_edges.size());
@@ -446,7 +458,7 @@ void init_autograd(py::module_& m) {
       }
       ++i;
     }
-    return PyNode{node};
+    return node_object(node);
   });
   m.def("_needs_grad", [](py::list inputs) {
     std::vector<Tensor> ins;
