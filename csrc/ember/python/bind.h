@@ -34,6 +34,18 @@ namespace pybind11::detail {
 template <>
 struct type_caster<ember::Tensor> : type_caster_base<ember::Tensor> {
   using base = type_caster_base<ember::Tensor>;
+  // Loading also claims the identity link for an impl that has none yet (a
+  // tensor made by the Tensor(...) constructor, or whose wrapper died and was
+  // recreated), so later conversions return this object.
+  bool load(handle src, bool convert) {
+    if (!base::load(src, convert)) return false;
+    auto* t = static_cast<ember::Tensor*>(value);
+    if (t && t->defined() && !t->impl()->pyobj) {
+      t->impl()->pyobj = src.ptr();
+      t->impl()->py_owner = t;
+    }
+    return true;
+  }
   static handle cast(const ember::Tensor& src, return_value_policy, handle parent) {
     if (!src.defined()) return none().release();
     if (handle existing = lookup(src)) return existing;

@@ -248,6 +248,27 @@ void init_tensor(py::module_& m) {
   m.def("_cpu_empty_cache", &cpu_allocator_empty_cache);
 
   py::class_<Tensor, std::unique_ptr<Tensor, TensorPyDeleter>> cls(m, "Tensor", py::dynamic_attr());
+  // The legacy constructor: Tensor() / Tensor(*sizes) (uninitialized, default
+  // dtype) / Tensor(data) (a copy in the default dtype) / Tensor(tensor) (an alias).
+  cls.def(py::init([](py::args args, py::kwargs kwargs) {
+    EMBER_CHECK_TYPE(kwargs.empty() || (kwargs.size() == 1 && kwargs.contains("device")),
+                     "Tensor(): only the 'device' keyword is accepted");
+    Device dev = kwargs.contains("device") ? device_arg(kwargs["device"]) : Device();
+    if (args.size() == 0) return empty(Shape{0}, default_dtype(), dev);
+    Tensor* t;
+    if (args.size() == 1 && as_tensor(args[0], t)) return alias(*t, true);
+    bool all_ints = true;
+    for (py::handle a : args) all_ints &= PyLong_Check(a.ptr()) && !PyBool_Check(a.ptr());
+    if (all_ints || (args.size() == 1 && py::isinstance<py::tuple>(args[0]) == false &&
+                     py::isinstance<py::list>(args[0]) == false && PyIndex_Check(args[0].ptr()) &&
+                     !PyBool_Check(args[0].ptr())))
+      return empty(shape_from_args(args, "Tensor", "size"), default_dtype(), dev);
+    EMBER_CHECK_TYPE(args.size() == 1, "Tensor(): expected sizes (ints) or one data argument, got ",
+                     args.size(), " arguments");
+    py::object r = py::module_::import("ember").attr("tensor")(args[0], py::arg("dtype") = dtype_object(default_dtype()),
+                                                               py::arg("device") = device_object(dev));
+    return r.cast<Tensor>();
+  }));
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_object(t.sizes()); })
       .def("size", [](const Tensor& t, py::object dim) -> py::object {
         if (dim.is_none()) return size_object(t.sizes());
