@@ -259,10 +259,7 @@ void init_tensor(py::module_& m) {
     if (args.size() == 1 && as_tensor(args[0], t)) return alias(*t, true);
     bool all_ints = true;
     for (py::handle a : args) all_ints &= PyLong_Check(a.ptr()) && !PyBool_Check(a.ptr());
-    if (all_ints || (args.size() == 1 && py::isinstance<py::tuple>(args[0]) == false &&
-                     py::isinstance<py::list>(args[0]) == false && PyIndex_Check(args[0].ptr()) &&
-                     !PyBool_Check(args[0].ptr())))
-      return empty(shape_from_args(args, "Tensor", "size"), default_dtype(), dev);
+    if (all_ints) return empty(shape_from_args(args, "Tensor", "size"), default_dtype(), dev);
     EMBER_CHECK_TYPE(args.size() == 1, "Tensor(): expected sizes (ints) or one data argument, got ",
                      args.size(), " arguments");
     py::object r = py::module_::import("ember").attr("tensor")(args[0], py::arg("dtype") = dtype_object(default_dtype()),
