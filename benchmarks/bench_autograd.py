@@ -20,26 +20,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"
 
 
+sys.path.insert(0, HERE)
+from _common import base_parser, fmt_time, pin_threads, print_table  # noqa: E402
+
+
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                   help="threads for both libraries (default: all cores)")
-    p.add_argument("--cases", nargs="*", default=None,
-                   help="run only the cases whose name contains one of these strings")
-    p.add_argument("--no-torch", action="store_true", help="skip PyTorch")
+    p = base_parser(__doc__.split("\n\n")[0], "threads for both libraries (default: all cores)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("names", nargs="*", help=argparse.SUPPRESS)
     return p.parse_args()
 
 
 args = parse_args()
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = str(args.threads)
-sys.path.insert(0, HERE)
+pin_threads(args.threads)
 
 import numpy as np  # noqa: E402
 from _cases import timeit  # noqa: E402
-from _table import print_table  # noqa: E402
 
 
 def _leaf(conv, a):
@@ -99,16 +95,6 @@ CASES = {
     "100-op chain fwd+bwd, 16 elem (1 thread)": ("one", _chain),
     "MLP 64x784-256-10 fwd+bwd (matmul+relu+sum)": ("all", _mlp),
 }
-
-
-def fmt_time(t):
-    if t is None:
-        return "n/a"
-    if t < 1e-3:
-        return f"{t * 1e6:.2f} us"
-    if t < 1:
-        return f"{t * 1e3:.2f} ms"
-    return f"{t:.2f} s"
 
 
 def run_cases(lib, names, set_threads):

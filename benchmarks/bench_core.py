@@ -20,37 +20,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON = "/usr/bin/python3"
 
 
-def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                   help="threads for every library (default: all cores)")
-    p.add_argument("--cases", nargs="*", default=None,
-                   help="run only the cases whose name contains one of these strings")
-    p.add_argument("--no-torch", action="store_true", help="skip PyTorch")
-    return p.parse_args()
-
-
-args = parse_args()
-# BLAS thread pools read these when they load: set them before NumPy and ember.
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = str(args.threads)
 sys.path.insert(0, HERE)
+from _common import base_parser, fmt_time, pin_threads, print_table  # noqa: E402
+
+args = base_parser(__doc__.split("\n\n")[0]).parse_args()
+pin_threads(args.threads)
 
 import numpy as np  # noqa: E402
 from _cases import CASES, timeit  # noqa: E402
 
 import ember  # noqa: E402
-from _table import print_table  # noqa: E402
-
-
-def fmt_time(t):
-    if t is None:
-        return "n/a"
-    if t < 1e-3:
-        return f"{t * 1e6:.2f} us"
-    if t < 1:
-        return f"{t * 1e3:.2f} ms"
-    return f"{t:.2f} s"
 
 
 def fmt_cell(t, flops):

@@ -70,11 +70,10 @@ struct type_caster<ember::Tensor> : type_caster_base<ember::Tensor> {
   static handle remember(const ember::Tensor& t, handle h) { return remember_impl(t.impl(), h); }
   static handle remember_impl(ember::TensorImpl* impl, handle h) {
     if (!h) return h;
-    base c;
-    if (c.load(h, false)) {
-      impl->pyobj = h.ptr();
-      impl->py_owner = static_cast<ember::Tensor*>(c.value);
-    }
+    // The freshly made instance holds exactly one value: the moved-in Tensor.
+    auto* inst = reinterpret_cast<instance*>(h.ptr());
+    impl->pyobj = h.ptr();
+    impl->py_owner = inst->get_value_and_holder().value_ptr();
     return h;
   }
 };
