@@ -41,3 +41,15 @@ def test_subclass_instances_survive_round_trips():
     r = m.zero_()
     assert r is m and type(r) is Marked and r.note == "kept"
     assert isinstance(m + 1, ember.Tensor)
+
+
+def test_linalg_namespace():
+    import ember.linalg as la
+    x = ember.tensor([[3.0, 4.0], [0.0, 0.0]])
+    assert la.vector_norm(x).item() == 5.0
+    np.testing.assert_allclose(la.norm(x, dim=1).numpy(), [5.0, 0.0])
+    assert la.matrix_norm(x).item() == 5.0
+    np.testing.assert_allclose(la.vector_norm(x, ord=1, dim=0).numpy(), [3.0, 4.0])
+    np.testing.assert_allclose(la.matmul(x, x).numpy(), x.numpy() @ x.numpy())
+    with pytest.raises(RuntimeError, match="not supported"):
+        la.matrix_norm(x, ord="nuc")
