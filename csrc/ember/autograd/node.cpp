@@ -1,7 +1,11 @@
 #include "ember/autograd/node.h"
 
+#include <algorithm>
+
 #include "ember/autograd/functions.h"
 #include "ember/autograd/grad_mode.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/index.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -78,6 +82,51 @@ bool is_leaf(const Tensor& t) {
 // applied to the view's slice of the base's gradient), and every view of that
 // base regenerates its grad_fn from the base (AsStridedBackward0) the next time
 // it is used, detected through the base's version counter.
+// True unless the geometry provably addresses each storage element at most once
+// (dims sorted by stride, each stride past the extent of the smaller ones).
+static bool may_overlap(const StridedGeometry& g) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (size_t i = 0; i < g.sizes.size(); ++i) {
+    if (g.sizes[i] == 0) return false;
+    if (g.sizes[i] != 1) dims.push_back({g.strides[i] < 0 ? -g.strides[i] : g.strides[i], g.sizes[i]});
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t extent = 1;  // elements spanned by the smaller dims
+  for (auto [stride, size] : dims) {
+    if (stride < extent) return true;
+    extent = stride * (size - 1) + extent;
+  }
+  return false;
+}
+
+// Storage position of each element of a geometry, as an int64 tensor of its shape.
+static Tensor storage_positions(const StridedGeometry& g, int64_t storage_elems, Device dev) {
+  Tensor all = arange(Scalar(int64_t(0)), Scalar(storage_elems), Scalar(int64_t(1)), DType::Int64, dev);
+  return as_strided(all, g.sizes, g.strides, g.offset);
+}
+
+Tensor as_strided_backward(const Tensor& grad, const StridedGeometry& in,
+                           const StridedGeometry& view, int64_t storage_elems) {
+  Tensor flat = zeros(Shape{storage_elems}, grad.dtype(), grad.device());
+  if (may_overlap(view)) {
+    // Several view elements share a storage element: their gradients add up.
+    Tensor pos = reshape(storage_positions(view, storage_elems, grad.device()), Shape{-1});
+    flat = index_add(flat, 0, pos, reshape(grad, Shape{-1}));
+  } else {
+    Tensor region = as_strided(flat, view.sizes, view.strides, view.offset);
+    copy_(region, binary(BinaryOp::add, region, grad));
+  }
+  if (may_overlap(in)) {
+    // The input reads a storage element several times (an expanded input): split
+    // its gradient between the readers, whose backward sums them again.
+    Tensor count = zeros(Shape{storage_elems}, grad.dtype(), grad.device());
+    Tensor pos = reshape(storage_positions(in, storage_elems, grad.device()), Shape{-1});
+    count = index_add(count, 0, pos, ones(Shape{pos.numel()}, grad.dtype(), grad.device()));
+    flat = binary(BinaryOp::div, flat, binary(BinaryOp::maximum, count, ones(Shape{}, grad.dtype(), grad.device())));
+  }
+  return as_strided(flat, in.sizes, in.strides, in.offset);
+}
+
 static void regenerate_view_grad_fn(const Tensor& t, AutogradMetaImpl* m) {
   if (!m->is_view || !m->base.defined() || m->view_version == m->base.version()) return;
   if (!requires_grad(m->base)) return;
@@ -89,10 +138,7 @@ static void regenerate_view_grad_fn(const Tensor& t, AutogradMetaImpl* m) {
   auto node = std::make_shared<LambdaNode>(
       "AsStridedBackward0", [=](LambdaNode&, variable_list&& g) -> variable_list {
         // Scatter the view's gradient into a zero buffer laid out like the base's storage.
-        Tensor flat = zeros(Shape{storage_elems}, dt, dev);
-        Tensor region = as_strided(flat, vg.sizes, vg.strides, vg.offset);
-        copy_(region, binary(BinaryOp::add, region, g[0]));
-        return {as_strided(flat, bg.sizes, bg.strides, bg.offset)};
+        return {as_strided_backward(g[0], bg, vg, storage_elems)};
       });
   node->next_edges = {gradient_edge(base)};
   node->add_input_meta(t);

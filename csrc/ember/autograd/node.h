@@ -46,6 +46,12 @@ struct StridedGeometry {
   static StridedGeometry of(const Tensor& t) { return {t.sizes(), t.strides(), t.storage_offset()}; }
 };
 
+/// The gradient of `in` (a geometry over a storage of `storage_elems`) from the
+/// gradient of its as_strided view `view`: scatters (adding where the view
+/// overlaps itself) and reads back through `in`, written in ember ops.
+Tensor as_strided_backward(const Tensor& grad, const StridedGeometry& in,
+                           const StridedGeometry& view, int64_t storage_elems);
+
 struct Node : std::enable_shared_from_this<Node> {
   Node();
   virtual ~Node();

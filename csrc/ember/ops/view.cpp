@@ -424,11 +424,7 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides,
   autograd::StridedGeometry in = autograd::StridedGeometry::of(a), vw = autograd::StridedGeometry::of(out);
   int64_t elems = int64_t(a.storage()->nbytes) / a.element_size();
   autograd::record_view("AsStridedBackward0", a, out, [in, vw, elems](const Tensor& g) {
-    // Views made with as_strided itself, so the formula is differentiable again.
-    Tensor flat = zeros(Shape{elems}, g.dtype(), g.device());
-    Tensor region = as_strided(flat, vw.sizes, vw.strides, vw.offset);
-    copy_(region, binary(BinaryOp::add, region, g));
-    return as_strided(flat, in.sizes, in.strides, in.offset);
+    return autograd::as_strided_backward(g, in, vw, elems);
   });
   return out;
 }
