@@ -59,3 +59,138 @@ def test_regenerated_view_grad_fn_of_expanded_view_accumulates():
     (v * ember.tensor([1.0, 2.0, 3.0], dtype=f64)).sum().backward()
     assert v.grad_fn.name() == "AsStridedBackward0"
     np.testing.assert_array_equal(arr(x.grad), [12.0])
+
+
+# --- in-place composites (clamp_, lerp_, nan_to_num_, round_) under autograd ---------
+
+@pytest.mark.parametrize("op, name, expected", [
+    (lambda y: y.clamp_(-1.0, 1.0), "ClampBackward1", [[0.0, 0.0], [0.0, 0.0]]),
+    (lambda y: y.clamp_(min=-1.0), "ClampBackward1", [[4.5, 9.0], [13.5, 18.0]]),
+    (lambda y: y.nan_to_num_(), None, [[4.5, 9.0], [13.5, 18.0]]),
+    (lambda y: y.round_(decimals=1), None, [[0.0, 0.0], [0.0, 0.0]]),
+    (lambda y: y.lerp_(ember.zeros(2, 2, dtype=f64), 0.5), None, [[1.125, 2.25], [3.375, 4.5]]),
+])
+def test_inplace_composite_saves_a_clone_not_self(op, name, expected):
+    # They wrote f(y) back with copy_, so f's saved input was y itself, now
+    # overwritten: backward raised "modified by an inplace operation".
+    x = leaf([[1.0, 2.0], [3.0, 4.0]])
+    y = x * 1.5
+    r = op(y)
+    assert r is y
+    if name:
+        assert y.grad_fn.name() == name
+    (y * y).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), expected)
+
+
+def test_clamp_inplace_tensor_bound_gets_grad():
+    x = leaf([1.0, -2.0, 0.5])
+    lo = leaf([0.0, 0.0, 0.0])
+    y = x * 1
+    y.clamp_(min=lo)
+    y.backward(ember.tensor([1.0, 2.0, 3.0], dtype=f64))
+    np.testing.assert_array_equal(arr(x.grad), [1.0, 0.0, 3.0])
+    np.testing.assert_array_equal(arr(lo.grad), [0.0, 2.0, 0.0])
+
+
+def test_clamp_inplace_on_leaf_still_raises():
+    x = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        x.clamp_(0.0, 1.0)
+
+
+# --- binary nodes save only what their needed gradients read -------------------------
+
+def test_mul_by_number_does_not_save_self():
+    x = leaf([1.0, 2.0])
+    y = x * 1
+    z = y * 2
+    y.add_(1)  # z's gradient does not read y
+    z.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 2.0])
+
+
+def test_mul_by_constant_tensor_saves_only_the_constant():
+    x = leaf([1.0, 2.0])
+    c = ember.tensor([3.0, 4.0], dtype=f64)
+    y = x * 1
+    z = y * c
+    y.mul_(5)
+    z.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [3.0, 4.0])
+    # the saved constant is still checked
+    y = x * 1
+    z = c * y
+    c.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_div_by_constant_and_remainder_by_constant_do_not_save_self():
+    x = leaf([1.0, 5.0])
+    c = ember.tensor([2.0, 3.0], dtype=f64)
+    y = x * 1
+    z = y / c + ember.remainder(y, c) + ember.fmod(y, c)
+    y.sub_(1)
+    z.sum().backward()
+    np.testing.assert_allclose(arr(x.grad), [2.5, 2 + 1 / 3])
+
+
+def test_div_by_tensor_requiring_grad_still_checks_self():
+    x = leaf([1.0, 5.0])
+    w = leaf([2.0, 3.0])
+    y = x * 1
+    z = y / w
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+# --- node names of binary overloads ---------------------------------------------------
+
+def test_binary_overload_node_names():
+    x = leaf([1.0, 2.0])
+    t = ember.tensor([3.0, 3.0], dtype=f64)
+    assert (2.0 ** x).grad_fn.name() == "PowBackward2"
+    assert ember.pow(-2.0, x).grad_fn.name() == "PowBackward2"
+    assert (x ** t).grad_fn.name() == "PowBackward1"
+    assert (x ** 2).grad_fn.name() == "PowBackward0"
+    assert ember.remainder(x, t).grad_fn.name() == "RemainderBackward1"
+    assert ember.remainder(x, 3.0).grad_fn.name() == "RemainderBackward0"
+    assert ember.fmod(t, x).grad_fn.name() == "FmodBackward1"
+    assert ember.fmod(x, 3.0).grad_fn.name() == "FmodBackward0"
+
+
+# --- maximum/minimum with NaN, pow with exponent 0 ------------------------------------
+
+def test_maximum_minimum_nan_passes_gradient_to_both_sides():
+    # PyTorch masks out only the strictly smaller (larger) side; a NaN compares
+    # false both ways, so both inputs get the gradient.
+    for fn in (ember.maximum, ember.minimum):
+        x = leaf([1.0, float("nan"), 2.0, 2.0])
+        o = leaf([1.5, 1.5, 2.0, 1.0])
+        fn(x, o).backward(ember.tensor([1.0, 2.0, 4.0, 8.0], dtype=f64))
+        big = fn is ember.maximum
+        np.testing.assert_array_equal(arr(x.grad), [0.0 if big else 1.0, 2.0, 2.0, 8.0 if big else 0.0])
+        np.testing.assert_array_equal(arr(o.grad), [1.0 if big else 0.0, 2.0, 2.0, 0.0 if big else 8.0])
+
+
+@pytest.mark.parametrize("exponent", [0.0, "tensor"])
+def test_pow_exponent_zero_second_derivative_is_zero_not_nan(exponent):
+    x = leaf([0.0, 1.0, 2.0])
+    e = ember.zeros(3, dtype=f64) if exponent == "tensor" else exponent
+    (g,) = ember.autograd.grad(ember.pow(x, e).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(arr(g), [0.0, 0.0, 0.0])
+    if g.requires_grad:
+        (h,) = ember.autograd.grad(g.sum(), x, allow_unused=True)
+        assert h is None or np.array_equal(arr(h), [0.0, 0.0, 0.0])
+
+
+def test_pow_second_derivative_at_zero_base():
+    x = leaf([0.0, 2.0])
+    (g,) = ember.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    (h,) = ember.autograd.grad(g.sum(), x)
+    np.testing.assert_array_equal(arr(h), [0.0, 12.0])
+    (g,) = ember.autograd.grad((x ** 1).sum(), x, create_graph=True)
+    (h,) = ember.autograd.grad(g.sum(), x, allow_unused=True)
+    assert h is None or np.array_equal(arr(h), [0.0, 0.0])

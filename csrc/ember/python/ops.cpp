@@ -3,11 +3,22 @@
 // and augmented forms.
 #include <pybind11/numpy.h>
 
+#include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
 namespace {
+
+// The in-place form of a composite op: f(a) written back into a. Under autograd
+// f runs on a recorded clone, so what it saves is not the tensor being
+// overwritten (Note [In-place ops under autograd]).
+template <typename F>
+Tensor inplace_from(const Tensor& a, const char* name, std::initializer_list<const Tensor*> others,
+                    F&& f) {
+  if (!autograd::inplace_records(a, others)) return copy_(a, f(a));
+  return autograd::inplace_with_grad(a, name, true, std::forward<F>(f));
+}
 
 // out= given as a keyword: None or a Tensor.
 const Tensor* out_arg(py::handle out, const char* op) {
@@ -220,9 +231,12 @@ void init_ops(py::module_& m) {
   };
   m.def("clamp", clamp_py, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
   cls.def("clamp", clamp_py, py::arg("min") = py::none(), py::arg("max") = py::none());
-  cls.def("clamp_", [clamp_py](const Tensor& a, py::handle lo, py::handle hi) {
-    Tensor r = clamp_py(a, lo, hi);
-    return copy_(a, r);
+  cls.def("clamp_", [](const Tensor& a, py::handle lo, py::handle hi) {
+    std::optional<Tensor> mn, mx;
+    if (!lo.is_none()) mn = tensor_or_scalar(lo, "clamp_", "min");
+    if (!hi.is_none()) mx = tensor_or_scalar(hi, "clamp_", "max");
+    return inplace_from(a, "clamp_", {mn ? &*mn : nullptr, mx ? &*mx : nullptr},
+                        [&](const Tensor& src) { return clamp(src, mn, mx); });
   }, py::arg("min") = py::none(), py::arg("max") = py::none());
   m.attr("clip") = m.attr("clamp");
   cls.attr("clip") = cls.attr("clamp");
@@ -241,7 +255,9 @@ void init_ops(py::module_& m) {
       py::arg("out") = py::none());
   cls.attr("round") = py::cpp_function(round_py, py::name("round"), py::is_method(cls),
                                        py::kw_only(), py::arg("decimals") = 0);
-  cls.attr("round_") = py::cpp_function([round_py](const Tensor& a, int64_t d) { return copy_(a, round_py(a, d)); },
+  cls.attr("round_") = py::cpp_function([round_py](const Tensor& a, int64_t d) {
+                                          return inplace_from(a, "round_", {}, [&](const Tensor& src) { return round_py(src, d); });
+                                        },
                                         py::name("round_"), py::is_method(cls), py::kw_only(), py::arg("decimals") = 0);
   cls.attr("__round__") = cls.attr("round");
   auto lerp_py = [](const Tensor& a, const Tensor& b, py::handle w) {
@@ -249,8 +265,9 @@ void init_ops(py::module_& m) {
   };
   m.def("lerp", lerp_py, py::arg("input"), py::arg("end"), py::arg("weight"));
   cls.def("lerp", lerp_py, py::arg("end"), py::arg("weight"));
-  cls.def("lerp_", [lerp_py](const Tensor& a, const Tensor& b, py::handle w) {
-    return copy_(a, lerp_py(a, b, w));
+  cls.def("lerp_", [](const Tensor& a, const Tensor& b, py::handle w) {
+    Tensor wt = tensor_or_scalar(w, "lerp", "weight");
+    return inplace_from(a, "lerp_", {&b, &wt}, [&](const Tensor& src) { return lerp(src, b, wt); });
   }, py::arg("end"), py::arg("weight"));
   auto nan_to_num_py = [](const Tensor& a, double nan, std::optional<double> posinf, std::optional<double> neginf) {
     return nan_to_num(a, nan, posinf, neginf);
@@ -260,7 +277,7 @@ void init_ops(py::module_& m) {
   cls.def("nan_to_num", nan_to_num_py, py::arg("nan") = 0.0, py::arg("posinf") = py::none(),
           py::arg("neginf") = py::none());
   cls.def("nan_to_num_", [nan_to_num_py](const Tensor& a, double nan, std::optional<double> p, std::optional<double> n) {
-    return copy_(a, nan_to_num_py(a, nan, p, n));
+    return inplace_from(a, "nan_to_num_", {}, [&](const Tensor& src) { return nan_to_num_py(src, nan, p, n); });
   }, py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
 
   m.def("result_type", [](py::handle a, py::handle b) {

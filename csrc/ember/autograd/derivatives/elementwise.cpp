@@ -81,18 +81,20 @@ bool differentiable(U op) {
   }
 }
 
-const char* binary_node_name(B op, bool scalar_other) {
+// Overload numbers as PyTorch: 0 for a Python-number `other`, 1 for a tensor,
+// 2 for pow(number, tensor).
+const char* binary_node_name(B op, bool scalar_self, bool scalar_other) {
   switch (op) {
     case B::add: return "AddBackward0";
     case B::sub: return "SubBackward0";
     case B::mul: return "MulBackward0";
     case B::div: return "DivBackward0";
-    case B::pow: return scalar_other ? "PowBackward0" : "PowBackward1";
+    case B::pow: return scalar_other ? "PowBackward0" : scalar_self ? "PowBackward2" : "PowBackward1";
     case B::atan2: return "Atan2Backward0";
     case B::maximum: return "MaximumBackward0";
     case B::minimum: return "MinimumBackward0";
-    case B::remainder: return "RemainderBackward0";
-    case B::fmod: return "FmodBackward0";
+    case B::remainder: return scalar_other ? "RemainderBackward0" : "RemainderBackward1";
+    case B::fmod: return scalar_other ? "FmodBackward0" : "FmodBackward1";
     case B::floor_divide: return "FloorDivideBackward0";
     default: return nullptr;  // not differentiable
   }
@@ -127,7 +129,7 @@ void record_unary(U op, const Tensor& input, const Tensor& out) {
 
 void record_binary(B op, const Tensor& a, const Tensor& b, const Tensor& out) {
   bool scalar_b = b.impl()->wrapped_number;
-  const char* name = binary_node_name(op, scalar_b);
+  const char* name = binary_node_name(op, a.impl()->wrapped_number, scalar_b);
   if (!name || !is_floating(out.dtype())) return;
   auto node = record(name, {&a, &b}, out, [op](LambdaNode& n, variable_list&& gs) -> variable_list {
     Tensor g = gs[0];
@@ -147,8 +149,10 @@ void record_binary(B op, const Tensor& a, const Tensor& b, const Tensor& out) {
         break;
       case B::pow: {
         if (need_a) {
-          // d/dx x^y = y * x^(y-1); 0 where y == 0 (so 0^0 has a zero gradient).
-          Tensor d = mul(y, binary(B::pow, x, minus(y, S(1.0))));
+          // d/dx x^y = y * x^(y-1); 0 where y == 0 (so 0^0 has a zero gradient). The
+          // power uses exponent 1 there, so higher orders see no 0 * inf at x == 0.
+          Tensor y1 = where(binary(B::eq, y, S(0.0)), S(1.0), y);
+          Tensor d = mul(y, binary(B::pow, x, minus(y1, S(1.0))));
           ga = mul(g, where(binary(B::eq, y, S(0.0)), S(0.0), d));
         }
         if (need_b) {
@@ -166,11 +170,12 @@ void record_binary(B op, const Tensor& a, const Tensor& b, const Tensor& out) {
         break;
       }
       case B::maximum: case B::minimum: {
-        // Ties split the gradient evenly, as PyTorch.
-        B cmp = op == B::maximum ? B::gt : B::lt;
+        // Ties split the gradient evenly; where a NaN is compared both sides get
+        // all of it (PyTorch masks out only the strictly losing side).
+        B lose = op == B::maximum ? B::lt : B::gt;
         Tensor half = mul(mask(binary(B::eq, x, y), g), S(0.5));
-        if (need_a) ga = mul(g, plus(mask(binary(cmp, x, y), g), half));
-        if (need_b) gb = mul(g, plus(mask(binary(cmp, y, x), g), half));
+        if (need_a) ga = mul(g, minus(minus(S(1.0), mask(binary(lose, x, y), g)), half));
+        if (need_b) gb = mul(g, minus(minus(S(1.0), mask(binary(lose, y, x), g)), half));
         break;
       }
       case B::remainder:
@@ -195,9 +200,18 @@ void record_binary(B op, const Tensor& a, const Tensor& b, const Tensor& out) {
   node->shape_b = b.sizes();
   node->dtype_a = a.dtype();
   node->dtype_b = b.dtype();
-  bool keep = binary_needs_self(op);
-  node->saved.emplace_back(keep ? a : Tensor(), false);
-  node->saved.emplace_back(keep ? b : Tensor(), false);
+  // Save only what the needed gradients read (as PyTorch): x * w with only x
+  // requiring grad keeps w, so x may still be modified in place afterwards.
+  bool ra = requires_grad(a), rb = requires_grad(b), keep_a = false, keep_b = false;
+  switch (op) {
+    case B::add: case B::sub: case B::floor_divide: break;
+    case B::mul: keep_a = rb; keep_b = ra; break;
+    case B::div: keep_a = rb; keep_b = true; break;
+    case B::remainder: case B::fmod: keep_a = keep_b = rb; break;
+    default: keep_a = keep_b = true; break;
+  }
+  node->saved.emplace_back(keep_a ? a : Tensor(), false);
+  node->saved.emplace_back(keep_b ? b : Tensor(), false);
 }
 
 void record_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
