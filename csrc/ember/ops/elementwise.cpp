@@ -298,8 +298,9 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   if (b.dim() == 0 && !a.device().is_cpu()) dev = a.device();
   Tensor ca = a.dtype() == compute && a.device() == dev ? a : to_device(to_dtype(a, compute), dev);
   Tensor cb = b.dtype() == compute && b.device() == dev ? b : to_device(to_dtype(b, compute), dev);
-  if (is_integral(compute, true)) check_integer_divisor(op, cb);
   Shape shape = a.sizes() == b.sizes() ? a.sizes() : broadcast_shapes(a.sizes(), b.sizes());
+  // An empty result reads no divisor, so a zero in a broadcast divisor is no error.
+  if (is_integral(compute, true) && checked_numel(shape) != 0) check_integer_divisor(op, cb);
   Tensor out;
   bool direct = false;
   if (out_opt) {
@@ -389,7 +390,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
   EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
-  EMBER_CHECK(a.dtype() != DType::Bool, "\"clamp\" not implemented for 'bool'");
+  // Bounds promote (a bool tensor clamped by ints is int64), as PyTorch; a bool
+  // result is allowed only with tensor bounds.
+  const bool scalar_bound = (min && min->impl()->wrapped_number) || (max && max->impl()->wrapped_number);
+  DType rt = min ? result_type(a, *min) : a.dtype();
+  if (max) rt = promote_types(rt, result_type(a, *max));
+  EMBER_CHECK(!(rt == DType::Bool && scalar_bound), "\"clamp\" not implemented for 'bool'");
   autograd::RecordScope scope({&a, min ? &*min : nullptr, max ? &*max : nullptr});
   Tensor r = a;
   if (min) r = binary(BinaryOp::maximum, r, *min);

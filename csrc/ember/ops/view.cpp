@@ -217,9 +217,10 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
   EMBER_CHECK(a.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
   dim = wrap_dim(dim, a.dim());
   int64_t size = a.sizes()[dim];
-  if (start < 0) start += size;
+  const int64_t given = start;
+  if (start < 0) start += std::max<int64_t>(size, 1);  // a size-0 dim wraps like size 1, as PyTorch
   EMBER_CHECK_INDEX(start >= 0 && start <= size, "start out of range (expected to be in range of [",
-                    -size, ", ", size, "], but got ", start, ")");
+                    -size, ", ", size, "], but got ", given, ")");
   EMBER_CHECK(length >= 0 && start <= size - length, "start (", start, ") + length (", length,
               ") exceeds dimension size (", size, ").");
   Shape sz = a.sizes();
@@ -268,10 +269,11 @@ Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
 
 Tensor diagonal(const Tensor& a, int64_t offset, int64_t d1, int64_t d2) {
   int64_t n = a.dim();
-  EMBER_CHECK(n >= 2, "diagonal dimensions requires at least 2 dimensions, got a ", n, "D tensor");
+  // Dims are checked first (IndexError), as PyTorch; on < 2 dims any valid pair is identical.
   d1 = wrap_dim(d1, n);
   d2 = wrap_dim(d2, n);
   EMBER_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", d1, ", ", d2);
+  EMBER_CHECK(n >= 2, "diagonal dimensions requires at least 2 dimensions, got a ", n, "D tensor");
   int64_t off = a.storage_offset(), len;
   if (offset >= 0) {
     len = std::max<int64_t>(std::min(a.sizes()[d1], a.sizes()[d2] - offset), 0);
@@ -403,7 +405,8 @@ Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
 }
 
 Tensor unflatten(const Tensor& a, int64_t dim, const Shape& sizes) {
-  EMBER_CHECK(a.dim() > 0, "unflatten: Cannot unflatten a 0-dim tensor");
+  EMBER_CHECK_INDEX(a.dim() > 0, "Dimension specified as ", dim,
+                    " but tensor has no dimensions (unflatten of a 0-dim tensor)");
   dim = wrap_dim(dim, a.dim());
   EMBER_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
   Shape inner = infer_size(sizes, a.sizes()[dim]);
@@ -434,6 +437,11 @@ Tensor movedim(const Tensor& a, const Shape& src, const Shape& dst) {
   EMBER_CHECK(src.size() == dst.size(), "movedim: Invalid source or destination dims: source (",
               shape_str(src), " dims) should contain the same number of dims as destination (",
               shape_str(dst), " dims)");
+  if (n == 0) {  // dims wrap as on a 1-d tensor; the only move is the identity
+    for (size_t i = 0; i < src.size(); ++i) wrap_dim(src[i], n), wrap_dim(dst[i], n);
+    EMBER_CHECK(src.size() <= 1, "movedim: repeated dim");
+    return permute(a, Shape{});
+  }
   Shape perm(static_cast<size_t>(n), -1);
   SmallVec<bool, 8> used_src(static_cast<size_t>(n), false);
   for (size_t i = 0; i < src.size(); ++i) {
