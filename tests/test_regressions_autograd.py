@@ -194,3 +194,48 @@ def test_pow_second_derivative_at_zero_base():
     (g,) = ember.autograd.grad((x ** 1).sum(), x, create_graph=True)
     (h,) = ember.autograd.grad(g.sum(), x, allow_unused=True)
     assert h is None or np.array_equal(arr(h), [0.0, 0.0])
+
+
+# --- zeroed gradient positions stay zero under a NaN/inf incoming gradient -------------
+
+@pytest.mark.parametrize("fn, zero", [
+    (lambda x: x.relu(), [True, False, False, True]),
+    (lambda x: ember.maximum(x, ember.zeros(4, dtype=f64)), [True, False, False, True]),
+    (lambda x: ember.minimum(x, ember.zeros(4, dtype=f64)), [False, True, True, False]),
+])
+def test_masked_gradient_does_not_leak_nan(fn, zero):
+    # They multiplied the gradient by a 0/1 mask, so 0 * nan = nan reached the
+    # positions that get no gradient (PyTorch selects with where / threshold_backward).
+    for bad in (float("nan"), float("inf")):
+        x = leaf([-1.0, 2.0, 0.25, -0.25])
+        y = fn(x)
+        (g,) = ember.autograd.grad(y, x, ember.full((4,), bad, dtype=f64))
+        got = arr(g)
+        np.testing.assert_array_equal(got[zero], 0.0)
+        np.testing.assert_array_equal(got[~np.array(zero)], bad)
+
+
+def test_relu_passes_gradient_at_nan_input():
+    x = leaf([float("nan"), -1.0, 0.0, 3.0])
+    x.relu().backward(ember.ones(4, dtype=f64))
+    np.testing.assert_array_equal(arr(x.grad), [1.0, 0.0, 0.0, 1.0])
+
+
+def test_maximum_hessian_vector_product_ignores_nan_from_losing_branch():
+    # std of two equal values has a NaN gradient; maximum picks the other side,
+    # so the Hessian-vector product through it must stay finite.
+    a = leaf([0.5, 0.5])
+    b = leaf(1.0)
+    y = ember.maximum(a.std(), b) ** 2
+    (ga, gb) = ember.autograd.grad(y, [a, b], create_graph=True)
+    np.testing.assert_array_equal(arr(ga), [0.0, 0.0])
+    (h,) = ember.autograd.grad(gb, b)
+    assert float(h) == 2.0
+
+
+def test_number_minus_tensor_is_rsub():
+    x = leaf([1.0, 2.0])
+    assert (1 - x).grad_fn.name() == "RsubBackward1"
+    assert (x - 1).grad_fn.name() == "SubBackward0"
+    (1 - x).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [-1.0, -1.0])

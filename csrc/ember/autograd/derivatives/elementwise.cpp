@@ -14,7 +14,6 @@ using U = UnaryOp;
 
 using namespace formula;
 Tensor zeros_like_(const Tensor& a) { return zeros(a.sizes(), a.dtype(), a.device()); }
-Tensor mask(const Tensor& cond, const Tensor& like) { return as_float(cond, like); }
 
 const char* unary_node_name(U op) {
   if (op == U::square) return "PowBackward0";  // square is pow(x, 2) in PyTorch
@@ -37,7 +36,9 @@ Tensor unary_grad(U op, const Tensor& g, const Tensor& x, const Tensor& y) {
     case U::sign: case U::floor: case U::ceil: case U::trunc: case U::round:
       return zeros_like_(g);
     case U::square: return mul(g, mul(x, S(2.0)));
-    case U::relu: return mul(g, mask(binary(B::gt, y, S(0.0)), g));
+    // where, not a 0/1 multiply: a NaN/inf incoming gradient stays out of the
+    // zeroed positions, as PyTorch's threshold_backward.
+    case U::relu: return where(binary(B::le, y, S(0.0)), S(0.0), g);
     case U::frac: return g;
     case U::exp: return mul(g, y);
     case U::exp2: return mul(g, mul(y, S(std::log(2.0))));
@@ -82,11 +83,11 @@ bool differentiable(U op) {
 }
 
 // Overload numbers as PyTorch: 0 for a Python-number `other`, 1 for a tensor,
-// 2 for pow(number, tensor).
+// 2 for pow(number, tensor); number - tensor is rsub(tensor, number).
 const char* binary_node_name(B op, bool scalar_self, bool scalar_other) {
   switch (op) {
     case B::add: return "AddBackward0";
-    case B::sub: return "SubBackward0";
+    case B::sub: return scalar_self ? "RsubBackward1" : "SubBackward0";  // 1 - x is rsub
     case B::mul: return "MulBackward0";
     case B::div: return "DivBackward0";
     case B::pow: return scalar_other ? "PowBackward0" : scalar_self ? "PowBackward2" : "PowBackward1";
@@ -172,10 +173,11 @@ void record_binary(B op, const Tensor& a, const Tensor& b, const Tensor& out) {
       case B::maximum: case B::minimum: {
         // Ties split the gradient evenly; where a NaN is compared both sides get
         // all of it (PyTorch masks out only the strictly losing side).
+        // Selected with where, so a NaN/inf gradient does not leak into the zeros.
         B lose = op == B::maximum ? B::lt : B::gt;
-        Tensor half = mul(mask(binary(B::eq, x, y), g), S(0.5));
-        if (need_a) ga = mul(g, minus(minus(S(1.0), mask(binary(lose, x, y), g)), half));
-        if (need_b) gb = mul(g, minus(minus(S(1.0), mask(binary(lose, y, x), g)), half));
+        Tensor split = where(binary(B::eq, x, y), mul(g, S(0.5)), g);
+        if (need_a) ga = where(binary(lose, x, y), S(0.0), split);
+        if (need_b) gb = where(binary(lose, y, x), S(0.0), split);
         break;
       }
       case B::remainder:
