@@ -239,3 +239,14 @@ def test_number_minus_tensor_is_rsub():
     assert (x - 1).grad_fn.name() == "SubBackward0"
     (1 - x).sum().backward()
     np.testing.assert_array_equal(arr(x.grad), [-1.0, -1.0])
+
+
+def test_relu_gradient_under_create_graph_is_differentiable():
+    # PyTorch's relu gradient (threshold_backward) depends on the output, so a
+    # second derivative is 0; ember's did not require grad and grad() raised.
+    x = leaf([-1.0, 2.0, 0.0])
+    (g,) = ember.autograd.grad(x.relu().sum(), x, create_graph=True)
+    assert g.requires_grad
+    np.testing.assert_array_equal(arr(g), [0.0, 1.0, 0.0])
+    (h,) = ember.autograd.grad(g.sum(), x)
+    np.testing.assert_array_equal(arr(h), [0.0, 0.0, 0.0])

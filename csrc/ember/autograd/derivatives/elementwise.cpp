@@ -38,7 +38,10 @@ Tensor unary_grad(U op, const Tensor& g, const Tensor& x, const Tensor& y) {
     case U::square: return mul(g, mul(x, S(2.0)));
     // where, not a 0/1 multiply: a NaN/inf incoming gradient stays out of the
     // zeroed positions, as PyTorch's threshold_backward.
-    case U::relu: return where(binary(B::le, y, S(0.0)), S(0.0), g);
+    // Under create_graph the zeros come from y, so the gradient stays a function
+    // of the input like PyTorch's (a Hessian of relu is 0, not an error).
+    case U::relu:
+      return where(binary(B::le, y, S(0.0)), grad_enabled() ? mul(y, S(0.0)) : S(0.0), g);
     case U::frac: return g;
     case U::exp: return mul(g, y);
     case U::exp2: return mul(g, mul(y, S(std::log(2.0))));
