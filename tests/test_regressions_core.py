@@ -70,3 +70,100 @@ def test_narrow_negative_start_on_empty_dim():
     assert ember.ones(0, 2).narrow(0, -1, 0).shape == (0, 2)
     with pytest.raises(IndexError, match=r"start out of range .* but got -4\)"):
         ember.ones(3).narrow(0, -4, 1)
+
+
+# ---- div(rounding_mode=) ----------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [ember.int8, ember.int32, ember.int64, ember.uint8])
+def test_div_rounding_mode_integers_stay_integers(dtype):
+    a = np.array([7, -7, 7, -7, 0, 9, -9], dtype=np.int64)
+    b = np.array([2, 2, -2, -2, 3, 4, 4], dtype=np.int64)
+    if dtype == ember.uint8:
+        a, b = np.abs(a), np.abs(b)
+    x, y = ember.tensor(a.tolist(), dtype=dtype), ember.tensor(b.tolist(), dtype=dtype)
+    t = ember.div(x, y, rounding_mode="trunc")
+    f = ember.div(x, y, rounding_mode="floor")
+    assert t.dtype == dtype and f.dtype == dtype
+    np.testing.assert_array_equal(t.numpy(), np.trunc(a / b).astype(np.int64))
+    np.testing.assert_array_equal(f.numpy(), np.floor_divide(a, b))
+    assert ember.div(x, y).dtype == ember.float32  # no rounding_mode: true division
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.div(x, ember.zeros_like(y), rounding_mode="trunc")
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.float32, ember.float64])
+def test_div_rounding_mode_floats(dtype):
+    a = np.array([7.5, -7.5, 7.0, -7.0, 0.0, 1.0, -1.0, np.inf])
+    b = np.array([2.0, 2.0, -2.0, -2.0, 3.0, 0.0, 0.0, 2.0])
+    x, y = ember.tensor(a, dtype=dtype), ember.tensor(b, dtype=dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(ember.div(x, y, rounding_mode="trunc").double().numpy(), np.trunc(a / b))
+        np.testing.assert_array_equal(ember.div(x, y, rounding_mode="floor").double().numpy(), np.floor_divide(a, b))
+    assert ember.div(x, 2, rounding_mode="floor").dtype == dtype
+
+
+def test_div_rounding_mode_method_inplace_out_and_errors():
+    x = ember.tensor([7, -7])
+    np.testing.assert_array_equal(x.div(2, rounding_mode="trunc").numpy(), [3, -3])
+    assert x.divide(2, rounding_mode="floor").tolist() == [3, -4]
+    y = x.clone()
+    assert y.div_(2, rounding_mode="floor") is y and y.tolist() == [3, -4]
+    out = ember.empty(2, dtype=ember.float64)
+    ember.div(x, 2, rounding_mode="trunc", out=out)
+    assert out.tolist() == [3.0, -3.0]
+    with pytest.raises(RuntimeError, match="rounding_mode to be one of None, 'trunc', or 'floor' but found 'bad'"):
+        ember.div(x, 2, rounding_mode="bad")
+    with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired output type int64"):
+        x.clone().div_(2)
+    with pytest.raises(TypeError, match="rounding_mode"):
+        ember.div(x, 2, rounding_mode=1)
+
+
+# ---- in-place casting, operators, fill_ --------------------------------------------------
+def test_clamp_inplace_refuses_float_result_into_integers():
+    x = ember.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired output type int64"):
+        x.clamp_(0.5, 1.5)
+    assert x.tolist() == [1, 2, 3]
+    assert x.clamp_(2, 2).tolist() == [2, 2, 2]
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16, ember.float32, ember.float64])
+def test_invert_float_is_type_error(dtype):
+    with pytest.raises(TypeError, match=r"~ \(operator.invert\) is only implemented on integer and Boolean-type tensors"):
+        ~ember.ones(2, dtype=dtype)
+
+
+def test_unary_plus_on_bool_raises():
+    with pytest.raises(RuntimeError, match=r"The `\+` operator, on a bool tensor is not supported"):
+        +ember.tensor([True])
+    t = ember.tensor([1, 2])
+    assert (+t).tolist() == [1, 2]
+
+
+def test_fill_value_tensor_must_be_0d():
+    with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor but got tensor with 1 dimensions"):
+        ember.zeros(2).fill_(ember.tensor([1.0]))
+    assert ember.zeros(2).fill_(ember.tensor(2.5)).tolist() == [2.5, 2.5]
+
+
+@pytest.mark.parametrize("dtype, value", [
+    (ember.uint8, 256), (ember.uint8, -256), (ember.uint8, -1.0), (ember.uint8, 255.5),
+    (ember.int8, 128), (ember.int8, -129), (ember.int8, 127.9), (ember.int8, float("nan")),
+    (ember.int64, float("inf")), (ember.int64, 9.3e18), (ember.int16, 40000),
+    (ember.float16, 65520.0), (ember.float16, 2**40), (ember.bfloat16, 1e39), (ember.float32, 1e39),
+])
+def test_fill_and_full_refuse_overflowing_values(dtype, value):
+    with pytest.raises(RuntimeError, match="cannot be converted to type .* without overflow"):
+        ember.zeros(2, dtype=dtype).fill_(value)
+    with pytest.raises(RuntimeError, match="cannot be converted to type .* without overflow"):
+        ember.full((2,), value, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype, value, expected", [
+    (ember.uint8, -1, 255), (ember.uint8, -255, 1), (ember.int8, -128, -128), (ember.int64, 2**63 - 1, 2**63 - 1),
+    (ember.float16, 65504.0, 65504.0), (ember.float16, float("inf"), float("inf")), (ember.bool, 2.5, True),
+    (ember.float64, 1e308, 1e308),
+])
+def test_fill_accepts_representable_values(dtype, value, expected):
+    assert ember.zeros(2, dtype=dtype).fill_(value).tolist() == [expected, expected]
+    assert np.isnan(ember.zeros(1, dtype=ember.float16).fill_(float("nan")).item())

@@ -1,5 +1,7 @@
 // Front-ends of the elementwise ops in ops.def, plus copy, fill and where.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
@@ -364,6 +366,15 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   return binary(BinaryOp::sub, a, binary(BinaryOp::mul, b, wrap_scalar(alpha)));
 }
 
+Tensor div_rounding(const Tensor& a, const Tensor& b, const std::string& mode) {
+  EMBER_CHECK(mode == "trunc" || mode == "floor",
+              "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode, "'");
+  if (mode == "floor") return binary(BinaryOp::floor_divide, a, b);
+  if (is_floating(result_type(a, b))) return unary(UnaryOp::trunc, binary(BinaryOp::div, a, b));
+  // Integers: a - fmod(a, b) is an exact multiple of b, so flooring it truncates.
+  return binary(BinaryOp::floor_divide, binary(BinaryOp::sub, a, binary(BinaryOp::fmod, a, b)), b);
+}
+
 // ---- where / clamp ----------------------------------------------------------------------
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -569,7 +580,38 @@ Tensor clone(const Tensor& a) {
   return out;
 }
 
+void check_scalar_fits(Scalar v, DType dt, const char* op) {
+  bool bad = false;
+  if (dt == DType::Bool || dt == DType::Float64) return;
+  if (is_floating(dt)) {
+    double f = v.to_double();
+    bad = std::isfinite(f) && std::fabs(f) > finfo_max(dt);
+  } else {
+    double lo = 0, hi = 0;
+    dispatch_all(dt, op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_integral<T>::value) {
+        lo = double(std::numeric_limits<T>::lowest());
+        hi = double(std::numeric_limits<T>::max());
+      }
+    });
+    if (v.is_floating()) {
+      double f = v.to_double();
+      bad = !(f >= lo && f <= hi);  // NaN and infinities too
+    } else if (dt == DType::UInt8 && v.to_int() < 0) {
+      bad = v.to_int() < -255;  // negative ints wrap (a - b == a + 255 * b), as PyTorch
+    } else if (dt != DType::Int64) {
+      bad = v.to_int() < int64_t(lo) || v.to_int() > int64_t(hi);
+    }
+  }
+  if (!bad) return;
+  if (v.is_floating())
+    EMBER_ERROR(op, ": value ", v.to_double(), " cannot be converted to type ", dtype_name(dt), " without overflow");
+  EMBER_ERROR(op, ": value ", v.to_int(), " cannot be converted to type ", dtype_name(dt), " without overflow");
+}
+
 const Tensor& fill_(const Tensor& a, Scalar v) {
+  check_scalar_fits(v, a.dtype(), "fill_");
   if (autograd::grad_enabled() && autograd::requires_grad(a)) {
     autograd::check_inplace(a, "fill_");
     Tensor filled = full(Shape{}, v, a.dtype(), a.device());

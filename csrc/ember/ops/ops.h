@@ -3,6 +3,7 @@
 // through the registry (kernels/dispatch.h).
 #pragma once
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ember/core/scalar.h"
@@ -54,6 +55,9 @@ DType result_type(const Tensor& a, Scalar s);
 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = Scalar(int64_t(1)));
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = Scalar(int64_t(1)));
+/// div(rounding_mode=): "trunc" or "floor" rounds the quotient and keeps the promoted
+/// dtype (integers stay integers), as PyTorch; integer division by zero raises.
+Tensor div_rounding(const Tensor& a, const Tensor& b, const std::string& mode);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max);
 /// start + weight * (end - start), in PyTorch's two-sided form for accuracy near weight = 1.
@@ -72,6 +76,11 @@ Tensor to_dtype(const Tensor& a, DType dtype, bool copy = false);
 Tensor to_device(const Tensor& a, Device device, bool copy = false);
 Tensor contiguous(const Tensor& a);
 Tensor clone(const Tensor& a);
+/// Raises RuntimeError when `v` cannot be stored in `dt` without overflow (PyTorch's
+/// checked scalar conversion: NaN/inf into integers, out-of-range values; negative ints
+/// may wrap into uint8).
+void check_scalar_fits(Scalar v, DType dt, const char* op);
+/// Fills `a` with `v` (checked with check_scalar_fits).
 const Tensor& fill_(const Tensor& a, Scalar v);
 
 // ---- factories -------------------------------------------------------------------

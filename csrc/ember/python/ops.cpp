@@ -13,11 +13,25 @@ namespace {
 // The in-place form of a composite op: f(a) written back into a. Under autograd
 // f runs on a recorded clone, so what it saves is not the tensor being
 // overwritten (Note [In-place ops under autograd]).
+// An op's result may be written into a tensor of another dtype only within
+// PyTorch's casting rule: never floating -> integral, never non-bool -> bool.
+void check_result_cast(DType result, DType into) {
+  EMBER_CHECK(!(is_floating(result) && !is_floating(into)) &&
+                  !(result != DType::Bool && into == DType::Bool),
+              "result type ", dtype_name(result), " can't be cast to the desired output type ",
+              dtype_name(into));
+}
+
 template <typename F>
 Tensor inplace_from(const Tensor& a, const char* name, std::initializer_list<const Tensor*> others,
                     F&& f) {
-  if (!autograd::inplace_records(a, others)) return copy_(a, f(a));
-  return autograd::inplace_with_grad(a, name, true, std::forward<F>(f));
+  auto checked = [&](const Tensor& src) {
+    Tensor r = f(src);
+    check_result_cast(r.dtype(), a.dtype());
+    return r;
+  };
+  if (!autograd::inplace_records(a, others)) return copy_(a, checked(a));
+  return autograd::inplace_with_grad(a, name, true, checked);
 }
 
 // out= given as a keyword: None or a Tensor.
@@ -26,6 +40,25 @@ const Tensor* out_arg(py::handle out, const char* op) {
   Tensor* t;
   if (as_tensor(out, t)) return t;
   raise(ErrorKind::Type, op, "(): argument 'out' must be Tensor, not ", type_name(out));
+}
+
+// div(..., rounding_mode=None|'trunc'|'floor'), optionally into out=.
+py::object div_py(const Tensor& x, const Tensor& y, py::handle mode, py::handle out) {
+  const Tensor* o = out_arg(out, "div");
+  if (mode.is_none()) {
+    if (!o) return wrap(binary(BinaryOp::div, x, y));
+    binary_out(BinaryOp::div, x, y, *o);
+    return py::reinterpret_borrow<py::object>(out);
+  }
+  if (!py::isinstance<py::str>(mode))
+    raise(ErrorKind::Type, "div(): argument 'rounding_mode' must be str or None, not ", type_name(mode));
+  Tensor r = div_rounding(x, y, mode.cast<std::string>());
+  if (!o) return wrap(r);
+  EMBER_CHECK(o->sizes() == r.sizes(), "div: output with shape ", shape_str(o->sizes()),
+              " doesn't match the broadcast shape ", shape_str(r.sizes()));
+  check_result_cast(r.dtype(), o->dtype());
+  copy_(*o, r);
+  return py::reinterpret_borrow<py::object>(out);
 }
 
 py::object unary_py(UnaryOp op, const Tensor& a, py::handle out) {
@@ -144,6 +177,31 @@ void init_ops(py::module_& m) {
   EMBER_BINARY_OPS(EMBER_BIND_BINARY)
 #undef EMBER_BIND_BINARY
 
+  // div takes rounding_mode (the table's generic binding does not); replaced, not overloaded.
+  m.attr("div") = py::cpp_function(
+      [](py::handle a, py::handle b, py::handle mode, py::handle out) {
+        return div_py(tensor_or_scalar(a, "div", "input"), tensor_or_scalar(b, "div", "other"), mode, out);
+      },
+      py::name("div"), py::arg("input"), py::arg("other"), py::kw_only(),
+      py::arg("rounding_mode") = py::none(), py::arg("out") = py::none());
+  cls.attr("div") = py::cpp_function(
+      [](const Tensor& a, py::handle b, py::handle mode) {
+        return div_py(a, tensor_or_scalar(b, "div", "other"), mode, py::none());
+      },
+      py::name("div"), py::is_method(cls), py::arg("other"), py::kw_only(),
+      py::arg("rounding_mode") = py::none());
+  cls.attr("div_") = py::cpp_function(
+      [](const Tensor& a, py::handle b, py::handle mode) -> Tensor {
+        Tensor y = tensor_or_scalar(b, "div_", "other");
+        if (mode.is_none()) return binary_(BinaryOp::div, a, y);
+        if (!py::isinstance<py::str>(mode))
+          raise(ErrorKind::Type, "div_(): argument 'rounding_mode' must be str or None, not ", type_name(mode));
+        std::string md = mode.cast<std::string>();
+        return inplace_from(a, "div_", {&y}, [&](const Tensor& s) { return div_rounding(s, y, md); });
+      },
+      py::name("div_"), py::is_method(cls), py::arg("other"), py::kw_only(),
+      py::arg("rounding_mode") = py::none());
+
   // Aliases PyTorch users reach for.
   m.attr("multiply") = m.attr("mul");
   m.attr("subtract") = m.attr("sub");
@@ -212,9 +270,15 @@ void init_ops(py::module_& m) {
   cls.def("__hash__", [](py::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; });
 
   cls.def("__neg__", [](const Tensor& a) { return unary(UnaryOp::neg, a); });
-  cls.def("__pos__", [](const Tensor& a) { return a; });
+  cls.def("__pos__", [](const Tensor& a) {
+    EMBER_CHECK(a.dtype() != DType::Bool, "The `+` operator, on a bool tensor is not supported.");
+    return a;
+  });
   cls.def("__abs__", [](const Tensor& a) { return unary(UnaryOp::abs, a); });
   cls.def("__invert__", [](const Tensor& a) {
+    if (is_floating(a.dtype()))
+      raise(ErrorKind::Type, "~ (operator.invert) is only implemented on integer and Boolean-type tensors, got ",
+            dtype_name(a.dtype()));
     if (a.dtype() == DType::Bool) return unary(UnaryOp::logical_not, a);
     return unary(UnaryOp::bitwise_not, a);
   });

@@ -387,7 +387,13 @@ void init_tensor(py::module_& m) {
         return make_view(base, Shape{n}, Shape{1}, 0);
       }, py::arg("untyped") = false)
       // in-place basics
-      .def("fill_", [](const Tensor& a, py::handle v) { return fill_(a, scalar_arg(v, "fill_", "value")); })
+      .def("fill_", [](const Tensor& a, py::handle v) {
+        Tensor* t;
+        if (as_tensor(v, t))
+          EMBER_CHECK(t->dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+                      t->dim(), " dimensions.");
+        return fill_(a, scalar_arg(v, "fill_", "value"));
+      })
       .def("zero_", [](const Tensor& a) { return fill_(a, Scalar(int64_t(0))); })
       .def("copy_", [](const Tensor& a, const Tensor& src, bool) { return copy_(a, src); },
            py::arg("src"), py::arg("non_blocking") = false);
