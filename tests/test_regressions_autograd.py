@@ -250,3 +250,17 @@ def test_relu_gradient_under_create_graph_is_differentiable():
     np.testing.assert_array_equal(arr(g), [0.0, 1.0, 0.0])
     (h,) = ember.autograd.grad(g.sum(), x)
     np.testing.assert_array_equal(arr(h), [0.0, 0.0, 0.0])
+
+
+def test_inference_tensor_cannot_be_saved_for_backward():
+    with ember.inference_mode():
+        t = ember.ones(2, dtype=f64)
+    x = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        x * t
+    # not saved (add needs no operand): fine, as PyTorch
+    (x + t).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [1.0, 1.0])
+    # a clone is a normal tensor
+    (x * t.clone()).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 2.0])

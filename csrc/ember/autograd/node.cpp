@@ -266,6 +266,10 @@ Tensor detach(const Tensor& t) {
 
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
+  // An inference tensor has no version counter to check (PyTorch's rule).
+  EMBER_CHECK(!t.impl()->inference,
+              "Inference tensors cannot be saved for backward. To work around you can make a "
+              "clone to get a normal tensor and use it in autograd.");
   was_defined_ = true;
   saved_version_ = t.version();
   is_output_ = is_output;
