@@ -173,6 +173,54 @@ TRACE = bool(__import__("os").environ.get("DIFFTEST_TRACE"))
 ERRKINDS = {"RuntimeError", "IndexError", "TypeError", "ValueError", "NotImplementedError", "OverflowError"}
 
 
+# Differences judged to be PyTorch 1.13 quirks or deliberate ember choices (see the
+# report in the commit log); matched against "name: message" and counted apart.
+KNOWN = [
+    ("out= has shape", "ember never resizes out= tensors (PyTorch resizes them)"),
+    ("output with shape", "ember never resizes out= tensors (PyTorch resizes them)"),
+    ("shift", "<< and >> are not implemented"),
+    ("has no attribute 'isnan_'", "ember has extra in-place methods"),
+    ("has no attribute 'isinf_'", "ember has extra in-place methods"),
+    ("has no attribute 'isfinite_'", "ember has extra in-place methods"),
+    ("has no attribute 'maximum_'", "ember has extra in-place methods"),
+    ("has no attribute 'minimum_'", "ember has extra in-place methods"),
+    ("sign", "PyTorch's sign(nan) is 0 (pytorch#41245); ember returns nan like NumPy"),
+    ("log1p", "PyTorch 1.13's vectorized float32 log1p overflows to inf near FLT_MAX"),
+    ("unexpected keyword argument 'out'", "ember accepts out= on more ops"),
+    ("out=f64", "PyTorch's unary out= refuses another dtype / rounds in float32"),
+    ("__rtruediv__", "PyTorch's Tensor.__rtruediv__ is reciprocal(self) * other"),
+    ("round_vml_cpu", "PyTorch 1.13 lacks integer round"),
+    ("without overflow", "PyTorch checks Python-number range in pow/setitem; ember wraps"),
+    ("clone noncontig", "clone()/to() return contiguous results (PyTorch preserves dense strides)"),
+    ("clone keeps strides", "clone()/to() return contiguous results (PyTorch preserves dense strides)"),
+    ("clone strides permuted", "clone()/to() return contiguous results (PyTorch preserves dense strides)"),
+    ("INDICES element is out of DATA bounds", "PyTorch 1.13 index_select rejects negative indices"),
+    ("Index put requires the source and destination dtypes match", "PyTorch 1.13 does not cast index_put values"),
+    ("some elements of the input tensor and the written-to tensor refer to a single memory location",
+     "ember handles overlapping copies correctly instead of refusing"),
+    ("scatter(): reduce=", "scatter reduce='multiply' is not implemented"),
+    ("cat(): incompatible function arguments", "cat/stack have no out="),
+    ("stack(): incompatible function arguments", "cat/stack have no out="),
+    ("\"clamp_cpu\" not implemented for 'Bool'", "PyTorch 1.13 clamps bool by one tensor bound but not two"),
+    ("tensor.mT is only supported", "ember follows PyTorch 2.x (mT needs >= 2 dims)"),
+    ("missing 1 required positional", "ember's permute()/expand() accept no dims on a 0-d tensor"),
+    ("view dtype size change", "view(dtype) between sizes is not implemented"),
+    ("to float64->uint8 SPECIAL", "float -> uint8 beyond int32 range is undefined (PyTorch goes through int64)"),
+    ("Torch not compiled with CUDA", "both refuse CUDA; different exception types"),
+    ("only one element tensors", "ember follows PyTorch 2.x (item() raises RuntimeError)"),
+    ("single ellipsis", "ember follows PyTorch 2.x / NumPy (one ellipsis per index)"),
+    ("invalid data type 'str'", "ember follows PyTorch 2.x (IndexError for a str index)"),
+    ("not a sequence", "ragged nested list: ember raises ValueError like PyTorch 2.x"),
+    ("tensors used as indices must be long", "ember follows PyTorch 2.x (int32 indices allowed)"),
+    ("Index to scalar can have only 1 value", "ember follows PyTorch 2.x (index_select on 0-d)"),
+    ("masked_fill_ only supports boolean masks", "ember follows PyTorch 2.x (bool masks only)"),
+    ("\"topk\" not implemented for 'bool'", "check order: ember checks the dtype before the dim"),
+    ("index_add alpha[float16]", "PyTorch rounds alpha * source to float16 before adding; ember adds in float"),
+    ("unique nan", "PyTorch 1.13 unique miscounts NaN and splits -0.0/0.0 in bfloat16"),
+]
+KNOWN_HITS = {}
+
+
 def check(name, fn, strides=False):
     NCASES[0] += 1
     if TRACE:
@@ -202,7 +250,11 @@ def check(name, fn, strides=False):
     if strides:
         try:
             sa, sb = fn(torch), fn(ember)
-            if tuple(sa.stride()) != tuple(sb.stride()) or sa.storage_offset() != sb.storage_offset():
+            # strides of size-1 dims and of empty tensors carry no meaning
+            keep = [i for i, n in enumerate(sa.shape) if n > 1]
+            if sa.numel() == 0:
+                return
+            if [sa.stride()[i] for i in keep] != [sb.stride()[i] for i in keep] or sa.storage_offset() != sb.storage_offset():
                 FAILS.append((name, f"strides torch={sa.stride()}@{sa.storage_offset()} ember={sb.stride()}@{sb.storage_offset()}"))
         except Exception as e:  # noqa: BLE001
             FAILS.append((name, f"stride check raised {e!r}"))
@@ -757,9 +809,7 @@ def joins():
             check(f"repeat{reps}[{d}]", lambda L, A=A, reps=reps: A(L).repeat(*reps))
             check(f"tile{reps}[{d}]", lambda L, A=A, reps=reps: L.tile(A(L), reps))
         check(f"repeat neg[{d}]", lambda L, A=A: A(L).repeat(-1, 2))
-        for rep, dim in ((2, None), (2, 0), (L_ := None, None), (3, -1)):
-            if rep is None:
-                continue
+        for rep, dim in ((2, None), (2, 0), (3, -1)):
             check(f"repeat_interleave({rep},{dim})[{d}]", lambda L, A=A, rep=rep, dim=dim: L.repeat_interleave(A(L), rep, dim))
         check(f"repeat_interleave tensor[{d}]", lambda L, A=A: L.repeat_interleave(A(L), L.tensor([1, 0, 2]), 1))
         check(f"repeat_interleave bad len[{d}]", lambda L, A=A: L.repeat_interleave(A(L), L.tensor([1, 0]), 1))
@@ -858,9 +908,18 @@ def main():
         except Exception:  # noqa: BLE001
             traceback.print_exc()
         print(f"== {name}: {NCASES[0] - n0} cases, {len(FAILS) - f0} differences", file=sys.stderr)
+    real = []
     for n, m in FAILS:
+        why = next((w for pat, w in KNOWN if pat in n or pat in m), None)
+        if why:
+            KNOWN_HITS[why] = KNOWN_HITS.get(why, 0) + 1
+        else:
+            real.append((n, m))
+    for n, m in real:
         print(f"{n}: {m}")
-    print(f"TOTAL {NCASES[0]} cases, {len(FAILS)} differences", file=sys.stderr)
+    for why, c in sorted(KNOWN_HITS.items(), key=lambda kv: -kv[1]):
+        print(f"known ({c}): {why}", file=sys.stderr)
+    print(f"TOTAL {NCASES[0]} cases, {len(FAILS)} differences, {len(real)} not known", file=sys.stderr)
 
 
 if __name__ == "__main__":
