@@ -372,3 +372,13 @@ def test_where_and_clamp(rng):
     y = ember.from_numpy(a.copy())
     y.clamp_(-0.5, 0.5)
     np.testing.assert_array_equal(y.numpy(), np.clip(a, -0.5, 0.5))
+
+
+def test_alpha_only_for_add_and_sub():
+    a = ember.tensor([1.0, 2.0])
+    np.testing.assert_array_equal(ember.add(a, a, alpha=2).numpy(), [3.0, 6.0])
+    np.testing.assert_array_equal(a.sub(a, alpha=0.5).numpy(), [0.5, 1.0])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'alpha'"):
+        ember.mul(a, a, alpha=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'alpha'"):
+        a.div_(a, alpha=2)

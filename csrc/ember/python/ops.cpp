@@ -123,6 +123,8 @@ Tensor other_arg(BinaryOp op, py::handle b, const char* name) {
 
 Tensor with_alpha(BinaryOp op, const Tensor& b, py::handle alpha) {
   if (alpha.is_none()) return b;
+  EMBER_CHECK_TYPE(op == BinaryOp::add || op == BinaryOp::sub, op_name(op),
+                   "() got an unexpected keyword argument 'alpha' (only add and sub take alpha)");
   Scalar al = scalar_arg(alpha, op_name(op), "alpha");
   if (al.to_double() == 1.0) return b;
   return binary(BinaryOp::mul, b, wrap_scalar(al));
