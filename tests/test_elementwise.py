@@ -381,4 +381,4 @@ def test_alpha_only_for_add_and_sub():
     with pytest.raises(TypeError, match="unexpected keyword argument 'alpha'"):
         ember.mul(a, a, alpha=2)
     with pytest.raises(TypeError, match="unexpected keyword argument 'alpha'"):
-        a.div_(a, alpha=2)
+        a.mul_(a, alpha=2)
