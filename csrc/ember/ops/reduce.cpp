@@ -90,8 +90,8 @@ void check_nonempty(const Tensor& a, const OptDims& dims, const char* op) {
   }
   for (int64_t d : *dims) {
     const int64_t w = wrap_dim(d, a.dim());
-    EMBER_CHECK(a.dim() == 0 || a.sizes()[w] != 0, op, "(): Expected reduction dim ", w,
-                " to have non-zero size.");
+    EMBER_CHECK_INDEX(a.dim() == 0 || a.sizes()[w] != 0, op, "(): Expected reduction dim ", w,
+                      " to have non-zero size.");
   }
 }
 
@@ -171,7 +171,9 @@ Tensor run_arg(const Tensor& a, std::optional<int64_t> dim, bool keepdim, MinMax
                const char* op) {
   EMBER_CHECK(a.dtype() != DType::Bool, '"', op, "_cpu\" not implemented for 'Bool'");
   if (dim) return run_indexed(a, *dim, keepdim, false, kind, op).second;
-  check_nonempty(a, std::nullopt, op);
+  // PyTorch raises IndexError here (RuntimeError for max()/min() without a dim).
+  EMBER_CHECK_INDEX(a.numel() != 0, op,
+                    "(): Expected reduction dim to be specified for input.numel() == 0.");
   Tensor flat = reshape(a, Shape{a.numel()});
   Tensor r = run_indexed(flat, 0, false, false, kind, op).second;
   if (keepdim) r = reshape(r, Shape(size_t(a.dim()), 1));
