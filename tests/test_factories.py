@@ -118,14 +118,14 @@ def test_tensor_errors():
         ember.tensor("abc")
     with pytest.raises(TypeError, match=r"invalid data type 'str'"):
         ember.tensor([1, "a"])
-    with pytest.raises(TypeError, match=r"invalid data type 'dict'"):
+    with pytest.raises(RuntimeError, match=r"Could not infer dtype of dict"):
         ember.tensor({1: 2})
     with pytest.raises(RuntimeError, match="Overflow when unpacking long"):
         ember.tensor([2 ** 64])
     with pytest.raises(RuntimeError, match="value cannot be converted to type uint8 without overflow"):
         ember.tensor([300], dtype=ember.uint8)
-    with pytest.raises(RuntimeError, match="value cannot be converted to type float16 without overflow"):
-        ember.tensor([1e6], dtype=ember.float16)
+    # floating data is not range-checked (PyTorch stores inf); integer data is
+    assert ember.tensor([1e6], dtype=ember.float16).item() == float("inf")
     with pytest.raises(ValueError, match="expected a number at dim 2"):
         ember.tensor([[1, 2], [3, [4]]])
     with pytest.raises(ValueError, match="expected sequence of length 2 at dim 1"):

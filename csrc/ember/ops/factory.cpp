@@ -73,6 +73,12 @@ int64_t arange_size(Scalar start, Scalar end, Scalar step, DType dtype) {
     __int128 q = diff / d;
     if (q * d != diff) ++q;
     size_d = double(q);
+    // PyTorch's quirk, kept for identical shapes: only int64 takes the size from the
+    // truncated arguments; narrower integer types take it from the arguments as doubles
+    // (arange(2.5, dtype=int64) has 2 elements, dtype=int32 has 3; the values are the
+    // truncated start and step either way).
+    if (dtype != DType::Int64)
+      size_d = std::ceil((end.to_double() - start.to_double()) / step.to_double());
   } else {
     double xs = start.to_double(), xe = end.to_double(), xd = step.to_double();
     EMBER_CHECK(xd != 0, "step must be nonzero");
@@ -114,11 +120,20 @@ namespace {
 Tensor spaced(const char* op, double start, double end, int64_t steps, std::optional<double> base,
               DType dtype, Device device) {
   EMBER_CHECK(steps >= 0, "number of steps must be non-negative (", op, " got steps=", steps, ")");
-  if (is_integral(dtype, true))
+  // PyTorch converts start/end to the result type with c10's checked conversion.
+  if (is_integral(dtype, true)) {
     EMBER_CHECK(std::isfinite(start) && std::isfinite(end) && std::fabs(start) < 9.2e18 &&
                     std::fabs(end) < 9.2e18,
                 op, ": start (", start, ") and end (", end, ") must be finite integers for an ",
                 dtype_name(dtype), " result");
+    if (dtype != DType::Bool) {
+      check_scalar_fits(Scalar(int64_t(start)), dtype, op);
+      check_scalar_fits(Scalar(int64_t(end)), dtype, op);
+    }
+  } else {
+    check_scalar_fits(Scalar(start), dtype, op);  // linspace(0, 1e39, dtype=float16) raises
+    check_scalar_fits(Scalar(end), dtype, op);
+  }
   Tensor out = empty(Shape{steps}, dtype, device);
   if (steps) linspace_stub.get(device)(out, start, end, base);
   return out;

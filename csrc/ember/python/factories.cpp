@@ -109,7 +109,11 @@ struct DataWalker {
     if (PyLong_Check(o)) return see(DType::Int64);
     Tensor* t;
     if (as_tensor(obj, t)) return see(t->dtype());
-    if (!is_sequence(obj)) bad_type(obj);
+    if (!is_sequence(obj)) {
+      if (PyUnicode_Check(o) || PyBytes_Check(o)) bad_type(obj);
+      // PyTorch's infer_scalar_type: RuntimeError for anything else (None, dict, object).
+      raise(ErrorKind::Runtime, "Could not infer dtype of ", type_name(obj));
+    }
     py::object fast = py::reinterpret_steal<py::object>(PySequence_Fast(o, "not a sequence"));
     if (!fast) throw py::error_already_set();
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.ptr());
@@ -165,13 +169,8 @@ void store_float(double v, DType dt, char* p) {
   } else if constexpr (std::is_same<T, double>::value) {
     std::memcpy(p, &v, sizeof(T));
   } else {
-    if (std::isfinite(v)) {
-      double mx = std::is_same<T, Half>::value       ? 65504.0
-                  : std::is_same<T, BFloat16>::value ? 3.3895313892515355e38
-                                                     : double(std::numeric_limits<float>::max());
-      // Values that round to the largest finite number are fine; beyond that is overflow.
-      if (std::fabs(v) > mx * (1.0 + 1e-3)) overflow(dt);
-    }
+    // Floating targets are not range-checked: tensor([1e39]) is inf, as in PyTorch
+    // (only integer targets and fill values use the checked conversion).
     T x = T(float(v));
     std::memcpy(p, &x, sizeof(T));
   }
@@ -189,6 +188,12 @@ struct Storer {
     if (PyLong_Check(o)) {
       int of = 0;
       long long v = PyLong_AsLongLongAndOverflow(o, &of);
+      if (of && (is_floating(dtype) || dtype == DType::Bool)) {
+        // PyTorch unpacks a double for floating results: tensor([2**64], dtype=float64).
+        double d = PyLong_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+        return put_float(d, p);
+      }
       if (of)
         raise(ErrorKind::Runtime, "Overflow when unpacking long: ", std::string(py::str(obj)),
               " does not fit in int64");
@@ -203,6 +208,9 @@ struct Storer {
       s = scalar_arg(obj, "tensor", "data");
     } else if (is_numpy_scalar(obj)) {
       if (!as_scalar(obj, s)) bad_type(obj);
+    } else if (is_numpy_array(obj) && py::reinterpret_borrow<py::array>(obj).ndim() == 0) {
+      // A 0-d ndarray among numbers is a number: tensor([np.array(1.5), 2]).
+      if (!as_scalar(obj.attr("item")(), s)) bad_type(obj);
     } else if (is_sequence(obj) || is_numpy_array(obj)) {
       raise(ErrorKind::Value, "expected a number at dim ", dim, " but got a sequence of length ",
             PySequence_Size(o), " (the nested data is ragged; sizes from the first elements are ",
@@ -284,14 +292,14 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, std::option
     return device ? to_device(r, *device) : r;
   }
   DataWalker w;
-  w.compute_sizes(data);
   DType dt;
   if (dtype) {
     dt = *dtype;
   } else {
-    w.infer(data);
+    w.infer(data);  // before the sizes, as PyTorch: tensor([None]) cannot infer a dtype
     dt = w.saw_any ? w.dtype : default_dtype();
   }
+  w.compute_sizes(data);
   Tensor out = empty(w.sizes, dt, Device());
   // Walked even when there are no elements: the nesting still has to be regular.
   Storer s{w.sizes, dt, element_size(dt)};
