@@ -134,3 +134,33 @@ def test_spaced_accepts_representable_bounds():
     np.testing.assert_array_equal(ember.linspace(0, 255, 2, dtype=ember.uint8).numpy(), [0, 255])
     t = ember.logspace(0, 2, 3, dtype=ember.int32)
     np.testing.assert_array_equal(t.numpy(), [1, 10, 100])
+
+
+# ---- save/load --------------------------------------------------------------------------------
+
+def _roundtrip(obj):
+    import io
+    buf = io.BytesIO()
+    ember.save(obj, buf)
+    buf.seek(0)
+    return ember.load(buf)
+
+
+def test_load_keeps_requires_grad():
+    a = ember.ones(2, requires_grad=True)
+    b = _roundtrip({"w": a, "n": ember.ones(2), "y": a * 2})
+    assert b["w"].requires_grad and b["w"].is_leaf and b["w"].grad_fn is None
+    assert not b["n"].requires_grad
+    assert b["y"].requires_grad and b["y"].is_leaf  # a non-leaf loads as a leaf, as in torch
+    np.testing.assert_array_equal(b["y"].detach().numpy(), [2.0, 2.0])
+    b["w"].sum().backward()
+    np.testing.assert_array_equal(b["w"].grad.numpy(), [1.0, 1.0])
+
+
+def test_load_one_saved_tensor_is_one_tensor():
+    a = ember.arange(3.0)
+    b = _roundtrip({"x": a, "y": [a, a.clone()], "z": (a,)})
+    assert b["x"] is b["y"][0] and b["x"] is b["z"][0]
+    assert b["y"][1] is not b["x"]
+    b["x"][0] = 7.0
+    assert b["y"][0][0].item() == 7.0 and b["y"][1][0].item() == 0.0

@@ -72,6 +72,7 @@ class _Encoder:
     def __init__(self):
         self.tensors = []
         self.names = set()
+        self.seen = {}  # id(tensor) -> its structure entry: one tensor saved twice loads as one
 
     def name_for(self, path):
         base = ".".join(path) or "tensor"
@@ -87,9 +88,15 @@ class _Encoder:
         if isinstance(x, _C.Tensor):
             if key:
                 raise _NotRepresentable("tensors as dict keys")
+            if id(x) in self.seen:
+                return self.seen[id(x)]
             name = self.name_for(path)
             self.tensors.append((name, x))
-            return {"tensor": name, "device": str(x.device)}
+            entry = {"tensor": name, "device": str(x.device)}
+            if x.requires_grad:
+                entry["requires_grad"] = True  # loads as a leaf that requires grad, as torch
+            self.seen[id(x)] = entry
+            return entry
         if x is None or isinstance(x, bool):
             return x
         if isinstance(x, str):
@@ -297,20 +304,32 @@ def _read_header(fh, size):
     return meta or {}, entries
 
 
-def _decode(x, tensors, restore, depth=0):
+def _decode(x, tensors, restore, depth=0, memo=None):
     if depth > MAX_NESTING:
         raise _bad(f"structure nested deeper than {MAX_NESTING} levels")
+    if memo is None:
+        memo = {}
     if x is None or type(x) in (bool, int, str):
         return x
     if not isinstance(x, dict):
         raise _bad(f"unexpected {type(x).__name__} in the structure")
-    if set(x) == {"tensor", "device"}:
+    if set(x) in ({"tensor", "device"}, {"tensor", "device", "requires_grad"}):
         name = x["tensor"]
         if not isinstance(name, str) or name not in tensors:
             raise _bad(f"the structure refers to a tensor {name!r} the header does not describe")
         if not isinstance(x["device"], str):
             raise _bad(f"tensor '{name}': device must be a string")
-        return restore(tensors[name], x["device"])
+        requires_grad = x.get("requires_grad", False)
+        if not isinstance(requires_grad, bool):
+            raise _bad(f"tensor '{name}': requires_grad must be true or false")
+        if name not in memo:  # every reference to one saved tensor loads as the same tensor
+            t = restore(tensors[name], x["device"])
+            if requires_grad:
+                if not t.is_floating_point():
+                    raise _bad(f"tensor '{name}': only floating point tensors can require grad")
+                t = t.detach().requires_grad_(True)
+            memo[name] = t
+        return memo[name]
     if len(x) != 1:
         raise _bad(f"unexpected object with keys {sorted(x)} in the structure")
     (tag, v), = x.items()
@@ -322,19 +341,19 @@ def _decode(x, tensors, restore, depth=0):
         except ValueError:
             raise _bad(f"invalid float {v!r} in the structure") from None
     if tag in ("list", "tuple") and isinstance(v, list):
-        items = [_decode(i, tensors, restore, depth + 1) for i in v]
+        items = [_decode(i, tensors, restore, depth + 1, memo) for i in v]
         return items if tag == "list" else tuple(items)
     if tag in ("dict", "odict") and isinstance(v, list):
         out = collections.OrderedDict() if tag == "odict" else {}
         for pair in v:
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise _bad("dict items must be [key, value] pairs")
-            k = _decode(pair[0], tensors, restore, depth + 1)
+            k = _decode(pair[0], tensors, restore, depth + 1, memo)
             try:
                 hash(k)
             except TypeError:
                 raise _bad(f"unhashable dict key of type {type(k).__name__}") from None
-            out[k] = _decode(pair[1], tensors, restore, depth + 1)
+            out[k] = _decode(pair[1], tensors, restore, depth + 1, memo)
         return out
     raise _bad(f"unknown tag {tag!r} in the structure")
 
