@@ -164,3 +164,11 @@ def test_load_one_saved_tensor_is_one_tensor():
     assert b["y"][1] is not b["x"]
     b["x"][0] = 7.0
     assert b["y"][0][0].item() == 7.0 and b["y"][1][0].item() == 0.0
+
+
+def test_norm_unknown_string_p_is_runtime_error():
+    with pytest.raises(RuntimeError, match="^only valid string values are 'fro' and 'nuc', found bad$"):
+        ember.ones(3).norm(p="bad")
+    with pytest.raises(RuntimeError, match="found inf"):
+        ember.norm(ember.ones(3), "inf")
+    assert ember.ones(4).norm(p="fro").item() == 2.0

@@ -803,14 +803,46 @@ def add_print_cases():
         "expand": lambda L: L.tensor([1.0, 2.0]).expand(3, 2),
         "step": lambda L: L.arange(10.0)[::3],
         "sum-nan": lambda L: L.cat([L.tensor([float("nan")]), L.arange(2000.0)]),
+        "f16-big-sum": lambda L: (L.arange(3000.0) * 20).half(),
+        "bf16-sum": lambda L: L.arange(1500.0).bfloat16(),
+        "3d-sum-float": lambda L: L.arange(4000.0).reshape(10, 20, 20) / 3,
+        "4d-sum": lambda L: L.arange(10000).reshape(10, 10, 10, 10),
+        "2d-sci-sum": lambda L: L.arange(2000.0).reshape(2, 1000) * 1e6,
+        "col": lambda L: L.arange(5.0).reshape(5, 1),
+        "row-neg": lambda L: -L.arange(5.0).reshape(1, 5) / 7,
+        "int-wrap": lambda L: L.arange(0, 3000000, 37000),
+        "f-wrap": lambda L: L.arange(0, 100.0, 1.37),
+        "f-int-neg": lambda L: L.tensor([-1.0, -100.0, 5.0]),
+        "f-e-notation-neg": lambda L: L.tensor([-1e-20, 5e-21]),
+        "f-nan-sci": lambda L: L.tensor([float("nan"), 1e10, 1.0]),
+        "f-inf-sci": lambda L: L.tensor([float("inf"), 1e-10, 1.0]),
+        "f-inf-only": lambda L: L.tensor([float("inf"), -float("inf")]),
+        "f-zero-only": lambda L: L.zeros(3),
+        "f-small-int": lambda L: L.tensor([1e-9, 0.0]),
+        "i-0d-neg": lambda L: L.tensor(-5),
+        "3d-empty-mid": lambda L: L.zeros(2, 0, 3),
+        "bool-2d": lambda L: L.tensor([[True, False], [False, True]]),
+        "sum-bool-2d": lambda L: L.ones(40, 40, dtype=L.bool),
+        "grad-0d": lambda L: L.tensor(2.0, requires_grad=True),
+        "grad-fn-mean": lambda L: L.ones(2, requires_grad=True).mean(),
+        "grad-fn-view": lambda L: L.ones(4, requires_grad=True).view(2, 2),
+        "grad-fn-mm": lambda L: L.ones(2, 2, requires_grad=True) @ L.ones(2, 2),
+        "f64-sci": lambda L: L.tensor([1e-300, 1e300], dtype=L.float64),
+        "f64-prec": lambda L: L.tensor([1 / 3, 2 / 3], dtype=L.float64),
+        "u8-big": lambda L: L.arange(256).to(L.uint8),
+        "i16-neg": lambda L: L.tensor([-32768, 32767], dtype=L.int16),
+        "half-sub": lambda L: L.tensor([6e-8, 1.0], dtype=L.float16),
     }
     for name, fn in reprs.items():
         case(f"repr/{name}", lambda L, T, fn=fn: repr(fn(L)))
     for opts in ({"precision": 2}, {"sci_mode": True}, {"sci_mode": False}, {"threshold": 5},
                  {"edgeitems": 1, "threshold": 5}, {"linewidth": 20}, {"profile": "short"},
-                 {"profile": "full"}):
+                 {"profile": "full"}, {"precision": 10}, {"precision": 0},
+                 {"edgeitems": 5, "threshold": 20}, {"linewidth": 200},
+                 {"sci_mode": True, "precision": 2}):
         for nm in ("f-frac", "f-sci-big", "2d", "sum1001", "i64", "f-nan-inf", "long-row",
-                   "wide-2d", "f-small-all", "f64"):
+                   "wide-2d", "f-small-all", "f64", "3d-sum-float", "int-wrap", "bool",
+                   "f-0d", "f16", "f-empty", "grad-fn"):
             fn = reprs[nm]
 
             def f(L, T, fn=fn, opts=opts):
@@ -965,6 +997,15 @@ def main():
             continue  # ember accepts these extra spellings (steps=100, m=None, bare sizes)
         if name in ("saveload/shared-storage", "saveload/garbage"):
             continue  # ember's safetensors-style format saves each view's elements on its own
+        if name.startswith("median/") and re[0] == "E" and "numel() == 0" in re[2]:
+            continue  # median() of an empty integer tensor: PyTorch casts NaN to the int type
+        if "/ints/float16/" in name and name.startswith("norm/p=3/") or name == "mean/f16-large":
+            continue  # 1.13 accumulates float16 in float16 and overflows; ember uses float
+        if "dupdims" in name and "appears multiple times" in re[2]:
+            continue  # both raise; PyTorch checks for the empty dim first
+        if name in ("max/other+dim", "norm/int-dtype-arg", "prod/nodim-kd", "sum/nodim-kd",
+                    "all/dims-tuple"):
+            continue  # 1.13's argument parser refuses these; ember (and newer PyTorch) accept
         if "p=nuc" in name:
             continue  # the nuclear norm needs an SVD; ember says it is not supported
         if name == "norm/big" or name == "norm/huge32":

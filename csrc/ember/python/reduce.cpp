@@ -108,7 +108,7 @@ double norm_p(py::handle p) {
     std::string s = p.cast<std::string>();
     if (s == "fro") return 2;
     EMBER_CHECK_VALUE(s != "nuc", "norm(): p='nuc' (the nuclear norm) is not supported");
-    raise(ErrorKind::Value, "norm(): unknown norm type p='", s, "'");
+    raise(ErrorKind::Runtime, "only valid string values are 'fro' and 'nuc', found ", s);
   }
   return scalar_arg(p, "norm", "p").to_double();
 }
