@@ -1,7 +1,13 @@
 """What every benchmark script shares: the command line, thread pinning, time
 formatting and the markdown table."""
 import argparse
+import json
 import os
+import subprocess
+import sys
+
+#: Debian's python3-torch runs under the system Python, not the one ember is built for.
+TORCH_PYTHON = "/usr/bin/python3"
 
 
 def base_parser(description, threads_help="threads for every library (default: all cores)"):
@@ -41,3 +47,18 @@ def print_table(title, header, rows):
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in rows:
         print(line(r))
+
+
+def run_torch_worker(cmd, skip=False):
+    """Runs a PyTorch timing worker (`cmd` after the interpreter) under TORCH_PYTHON; returns
+    (version label, {case: seconds}), or (None, {}) when skipped or it fails."""
+    if skip or not os.path.exists(TORCH_PYTHON):
+        return None, {}
+    p = subprocess.run([TORCH_PYTHON, *cmd], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=""))
+    if p.returncode != 0:
+        print(f"PyTorch worker failed:\n{p.stderr[-2000:]}", file=sys.stderr)
+        return None, {}
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    version = res["version"] + (f", BLAS: {res['blas']}" if res.get("blas") else "")
+    return version, res["times"]

@@ -13,15 +13,13 @@ per call and ember's time over PyTorch's (below 1: ember is faster).
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TORCH_PYTHON = "/usr/bin/python3"
 
 
 sys.path.insert(0, HERE)
-from _common import base_parser, fmt_time, pin_threads, print_table  # noqa: E402
+from _common import base_parser, fmt_time, pin_threads, print_table, run_torch_worker  # noqa: E402
 
 
 def parse_args():
@@ -118,17 +116,8 @@ def worker():
 
 
 def run_torch(names):
-    if args.no_torch or not os.path.exists(TORCH_PYTHON):
-        return None, {}
-    cmd = [TORCH_PYTHON, os.path.abspath(__file__), "--worker", "--threads", str(args.threads),
-           *names]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=""))
-    if p.returncode != 0:
-        print(f"PyTorch worker failed:\n{p.stderr[-2000:]}", file=sys.stderr)
-        return None, {}
-    res = json.loads(p.stdout.strip().splitlines()[-1])
-    version = res["version"] + (f", BLAS: {res['blas']}" if res.get("blas") else "")
-    return version, res["times"]
+    return run_torch_worker([os.path.abspath(__file__), "--worker", "--threads", str(args.threads),
+                             *names], skip=args.no_torch)
 
 
 def main():
