@@ -60,6 +60,13 @@ PYBIND11_MODULE(_C, m) {
   init_random(m);
   init_join_sort(m);
   init_autograd(m);
+  init_nn(m);
+  init_nn_conv(m);
+  init_nn_rnn(m);
+  init_optim(m);
+  init_data(m);
+  init_surface(m);
+  init_lapack(m);
   m.def("get_num_threads", &ember::get_num_threads);
   m.def("set_num_threads", [](int64_t n) {
     EMBER_CHECK(n > 0 && n < 4096, "set_num_threads expects a positive integer, got ", n);

@@ -1,0 +1,1 @@
+"""Functional ops, one module per family (re-exported by ember.nn.functional)."""

@@ -1,0 +1,2 @@
+"""nn.functional: misc."""
+__all__ = []

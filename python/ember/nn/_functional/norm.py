@@ -1,0 +1,2 @@
+"""nn.functional: norm."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""nn.functional: rnn."""
+__all__ = []

@@ -1,0 +1,1 @@
+"""nn.init: parameter initialization, as torch.nn.init."""

@@ -1,0 +1,2 @@
+"""nn modules: container."""
+__all__ = []

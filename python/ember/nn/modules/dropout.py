@@ -1,0 +1,2 @@
+"""nn modules: dropout."""
+__all__ = []

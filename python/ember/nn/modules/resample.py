@@ -1,0 +1,2 @@
+"""nn modules: resample."""
+__all__ = []

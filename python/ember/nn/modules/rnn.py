@@ -1,0 +1,2 @@
+"""nn modules: rnn."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""nn modules: sparse."""
+__all__ = []

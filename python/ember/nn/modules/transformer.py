@@ -1,0 +1,2 @@
+"""nn modules: transformer."""
+__all__ = []

@@ -1,0 +1,1 @@
+"""ember.optim: optimizers whose step() is one fused C++ call per parameter group."""

@@ -1,0 +1,1 @@
+"""ember.utils.data: datasets, samplers and the DataLoader."""
