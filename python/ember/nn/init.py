@@ -112,7 +112,7 @@ def _erfinv(y):
     for _ in range(2):
         step = (_C.erf(x) - y) / (two_over_sqrt_pi * _C.exp(-x * x))
         x = _E.where(finite & _C.isfinite(step), x - step, x)
-    return x
+    return _E.where(y.abs() == 1.0, y * math.inf, x)  # erfinv(+-1) = +-inf
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
