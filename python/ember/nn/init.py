@@ -225,24 +225,47 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, std, generator)
 
 
-def _householder_qr(a):
-    """Reduced QR of a float64 (m, n) matrix, m >= n, by Householder reflections
-    (one rank-1 update of R and of Q per column). Used when ember.linalg has no qr."""
+def _householder_qr(a, block=32):
+    """Reduced QR of an (m, n) matrix, m >= n, by blocked Householder reflections: each
+    panel of ``block`` columns is factored column by column, then applied to the rest of
+    R and accumulated into Q as one block reflector I - V T V^T (GEMMs). Used because
+    ember.linalg has no qr."""
     m, n = a.shape
     r = a.clone()
     q = _C.eye(m, dtype=a.dtype, device=a.device)
-    for k in range(n):
-        x = r[k:, k]
-        norm_x = x.norm().item()
-        if norm_x == 0.0:
-            continue
-        x0 = x[0].item()
-        alpha = -norm_x if x0 >= 0 else norm_x
-        v = x.clone()
-        v[0] = x0 - alpha
-        v = v / v.norm()
-        r[k:, :] = r[k:, :] - 2.0 * _C.outer(v, v @ r[k:, :])
-        q[:, k:] = q[:, k:] - 2.0 * _C.outer(q[:, k:] @ v, v)
+    for k in range(0, n, block):
+        b = min(block, n - k)
+        panel = r[k:, k:k + b].contiguous()
+        vs = _C.zeros((m - k, b), dtype=a.dtype, device=a.device)
+        taus = []
+        for j in range(b):
+            x = panel[j:, j]
+            norm_x = x.norm().item()
+            if norm_x == 0.0:
+                taus.append(0.0)
+                continue
+            x0 = x[0].item()
+            alpha = -norm_x if x0 >= 0 else norm_x
+            v = x.clone()
+            v[0] = x0 - alpha
+            v = v / v.norm()
+            vs[j:, j] = v
+            taus.append(2.0)
+            panel[j:, j:] -= 2.0 * (v.unsqueeze(1) @ (v.unsqueeze(0) @ panel[j:, j:]))
+        r[k:, k:k + b] = panel
+        # H_1 ... H_b = I - V T V^T with T upper triangular (the compact WY form).
+        t = _C.zeros((b, b), dtype=a.dtype, device=a.device)
+        vt = vs.t().contiguous()
+        vtv = vt @ vs
+        for j in range(b):
+            t[j, j] = taus[j]
+            if j and taus[j]:
+                t[:j, j] = -taus[j] * (t[:j, :j] @ vtv[:j, j])
+        if k + b < n:
+            trail = r[k:, k + b:]
+            r[k:, k + b:] = trail - vs @ (t.t() @ (vt @ trail))
+        qk = q[:, k:]
+        q[:, k:] = qk - ((qk @ vs) @ t) @ vt
     return q[:, :n], r[:n, :]
 
 
@@ -262,7 +285,9 @@ def orthogonal_(tensor, gain=1, generator=None):
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     with no_grad():
-        flattened = _C.empty((rows, cols), dtype=_C.float64, device=tensor.device)
+        # QR in float32 (float64 for float64 tensors), as torch works in the tensor's dtype.
+        work = _C.float64 if tensor.dtype == _C.float64 else _C.float32
+        flattened = _C.empty((rows, cols), dtype=work, device=tensor.device)
         flattened.normal_(0, 1, **_rng(generator))
         if rows < cols:
             flattened = flattened.t()
