@@ -477,3 +477,124 @@ def test_legacy_spectral_norm():
     np.testing.assert_allclose(m.weight.detach().numpy(), w / _sigma(w), rtol=1e-6)
     with pytest.raises(ValueError, match="spectral_norm of 'weight' not found in"):
         nn.utils.remove_spectral_norm(m)
+
+
+# ---- orthogonal ------------------------------------------------------------------------
+
+def test_matrix_exp_composite():
+    from ember.nn.utils.parametrizations import _matrix_exp
+    t = 0.7
+    rot = _matrix_exp(ember.tensor([[0.0, -t], [t, 0.0]], dtype=ember.float64)).numpy()
+    np.testing.assert_allclose(rot, [[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]], atol=1e-15)
+    rng = np.random.default_rng(0)
+    for scale in (0.1, 3.0, 40.0):
+        b = rng.standard_normal((5, 5))
+        s = (b + b.T) * scale / 10
+        lam, vec = np.linalg.eigh(s)
+        ref = vec @ np.diag(np.exp(lam)) @ vec.T
+        np.testing.assert_allclose(_matrix_exp(ember.tensor(s)).numpy(), ref, rtol=1e-11, atol=1e-12 * np.abs(ref).max())
+    batch = ember.tensor(rng.standard_normal((3, 4, 4)))
+    out = _matrix_exp(batch).numpy()
+    for i in range(3):
+        np.testing.assert_allclose(out[i], _matrix_exp(batch[i]).numpy(), rtol=1e-13)
+    a = ember.tensor(rng.standard_normal((3, 3)), requires_grad=True)
+    assert gradcheck(_matrix_exp, (a,))
+
+
+def test_householder_product_composite():
+    from ember.nn.utils.parametrizations import _householder_product
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((5, 3))
+    tau = rng.uniform(0.5, 1.5, 3)
+    q = np.eye(5)
+    for i in range(3):
+        v = np.zeros(5)
+        v[i] = 1.0
+        v[i + 1:] = a[i + 1:, i]
+        q = q @ (np.eye(5) - tau[i] * np.outer(v, v))
+    np.testing.assert_allclose(_householder_product(ember.tensor(a), ember.tensor(tau)).numpy(), q[:, :3],
+                               rtol=1e-13, atol=1e-14)
+    at = ember.tensor(a, requires_grad=True)
+    tt = ember.tensor(tau, requires_grad=True)
+    assert gradcheck(_householder_product, (at, tt))
+
+
+def _orth_err(w):
+    r, c = w.shape[-2:]
+    return (np.abs(w @ np.swapaxes(w, -1, -2) - np.eye(r)).max() if r <= c
+            else np.abs(np.swapaxes(w, -1, -2) @ w - np.eye(c)).max())
+
+
+def _positive_qr_q(w):
+    q, r = np.linalg.qr(w)
+    return q * np.sign(np.diag(r))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (6, 3), (3, 6)])
+@pytest.mark.parametrize("orthogonal_map", [None, "matrix_exp", "householder"])
+@pytest.mark.parametrize("use_trivialization", [True, False])
+def test_orthogonal_parametrization(shape, orthogonal_map, use_trivialization):
+    m = Lin(shape[1], shape[0])
+    w0 = m.weight.detach().numpy().copy()
+    P.orthogonal(m, orthogonal_map=orthogonal_map, use_trivialization=use_trivialization)
+    w = m.weight.detach().numpy()
+    assert w.shape == shape and _orth_err(w) < 1e-12
+    keys = ["bias", "parametrizations.weight.original"] + (["parametrizations.weight.0.base"]
+                                                           if use_trivialization else [])
+    assert list(m.state_dict()) == keys
+    resolved = orthogonal_map or ("matrix_exp" if shape[0] == shape[1] else "householder")
+    if use_trivialization or resolved == "householder":
+        # the orthogonal factor of the initial weight (R with a positive diagonal)
+        ref = _positive_qr_q(w0) if shape[0] >= shape[1] else _positive_qr_q(w0.T).T
+        np.testing.assert_allclose(w, ref, atol=1e-12)
+    # gradients reach the unconstrained tensor, and a gradient step keeps it orthogonal
+    x = ember.randn(5, shape[1], dtype=ember.float64)
+    (m(x) ** 2).sum().backward()
+    orig = m.parametrizations.weight.original
+    assert orig.grad is not None and np.isfinite(orig.grad.numpy()).all()
+    with ember.no_grad():
+        orig.sub_(0.1 * orig.grad)
+    assert _orth_err(m.weight.detach().numpy()) < 1e-12
+
+
+def test_orthogonal_gradcheck_and_assign():
+    m = Lin(3, 3)
+    P.orthogonal(m, orthogonal_map="householder", use_trivialization=False)
+    f = m.parametrizations.weight[0]
+    x = m.parametrizations.weight.original.detach()
+    d = x.triu()  # the diagonal holds signs (+-1): constant, not perturbed
+    lower = x.tril(-1).clone().requires_grad_()
+    assert gradcheck(lambda t: f(t.tril(-1) + d), (lower,))
+    m2 = Lin(4, 4)
+    P.orthogonal(m2)
+    f2 = m2.parametrizations.weight[0]
+    y = ember.randn(4, 4, dtype=ember.float64, requires_grad=True)
+    assert gradcheck(f2, (y,))
+    # assigning an orthogonal matrix resets the trivialization's base
+    q = _positive_qr_q(np.random.default_rng(3).standard_normal((4, 4)))
+    m2.weight = ember.tensor(q)
+    np.testing.assert_allclose(m2.weight.detach().numpy(), q, atol=1e-12)
+    np.testing.assert_allclose(m2.parametrizations.weight[0].base.numpy(), q, atol=1e-15)
+
+
+def test_orthogonal_batched_and_errors():
+    mod = nn.Module()
+    mod.weight = nn.Parameter(ember.randn(2, 5, 3, dtype=ember.float64))
+    P.orthogonal(mod)
+    w = mod.weight.detach().numpy()
+    for i in range(2):
+        assert _orth_err(w[i]) < 1e-12
+    with pytest.raises(ValueError, match="Expected a matrix or batch of matrices. Got a tensor of 1 dimensions."):
+        vec = nn.Module()
+        vec.w = nn.Parameter(ember.randn(3))
+        P.orthogonal(vec, "w")
+    with pytest.raises(ValueError, match='orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: qr'):
+        P.orthogonal(Lin(2, 2), orthogonal_map="qr")
+    with pytest.raises(NotImplementedError, match="cayley"):
+        P.orthogonal(Lin(2, 2), orthogonal_map="cayley")
+    with pytest.raises(ValueError, match="has no parameter or buffer with name 'nope'"):
+        P.orthogonal(Lin(2, 2), name="nope")
+    m = Lin(3, 3)
+    P.orthogonal(m, orthogonal_map="matrix_exp", use_trivialization=False)
+    with pytest.raises(NotImplementedError, match="not possible to assign to the matrix exponential"):
+        m.weight = ember.eye(3, dtype=ember.float64)

@@ -225,12 +225,14 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, std, generator)
 
 
-def _householder_qr(a, block=32):
+def _householder_qr(a, block=32, return_reflectors=False):
     """Reduced QR of an (m, n) matrix, m >= n, by blocked Householder reflections: each
     panel of ``block`` columns is factored column by column, then applied to the rest of
     R and accumulated into Q as one block reflector I - V T V^T (GEMMs). Used because
-    ember.linalg has no qr."""
+    ember.linalg has no qr. ``return_reflectors``: also the (m, n) matrix whose column j
+    holds the unit reflector of step j in rows j.. (zero for a skipped zero column)."""
     m, n = a.shape
+    refl = _C.zeros((m, n), dtype=a.dtype, device=a.device) if return_reflectors else None
     r = a.clone()
     q = _C.eye(m, dtype=a.dtype, device=a.device)
     for k in range(0, n, block):
@@ -253,6 +255,8 @@ def _householder_qr(a, block=32):
             taus.append(2.0)
             panel[j:, j:] -= 2.0 * (v.unsqueeze(1) @ (v.unsqueeze(0) @ panel[j:, j:]))
         r[k:, k:k + b] = panel
+        if refl is not None:
+            refl[k:, k:k + b] = vs
         # H_1 ... H_b = I - V T V^T with T upper triangular (the compact WY form).
         t = _C.zeros((b, b), dtype=a.dtype, device=a.device)
         vt = vs.t().contiguous()
@@ -266,6 +270,8 @@ def _householder_qr(a, block=32):
             r[k:, k + b:] = trail - vs @ (t.t() @ (vt @ trail))
         qk = q[:, k:]
         q[:, k:] = qk - ((qk @ vs) @ t) @ vt
+    if refl is not None:
+        return q[:, :n], r[:n, :], refl
     return q[:, :n], r[:n, :]
 
 
