@@ -11,6 +11,7 @@ import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from ... import _C
 from ...utils.hooks import BackwardHook, RemovableHandle
@@ -115,6 +116,7 @@ class Module:
 
     dump_patches = False
     _version = 1
+    T_destination = TypeVar("T_destination", bound=dict[str, Any])
     training: bool
     call_super_init = False
 
