@@ -598,3 +598,136 @@ def test_orthogonal_batched_and_errors():
     P.orthogonal(m, orthogonal_map="matrix_exp", use_trivialization=False)
     with pytest.raises(NotImplementedError, match="not possible to assign to the matrix exponential"):
         m.weight = ember.eye(3, dtype=ember.float64)
+
+
+# ---- differential check against PyTorch ---------------------------------------------------
+
+_SCENARIO = r'''
+import sys
+import warnings
+if sys.argv[1] == "torch":
+    import torch as T
+    import torch.nn as nn
+else:
+    sys.path.insert(0, sys.argv[2])
+    import ember as T
+    import ember.nn as nn
+from collections import OrderedDict
+P = nn.utils.parametrizations
+parametrize = nn.utils.parametrize
+warnings.simplefilter("ignore", FutureWarning)
+
+
+class Lin(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.weight = nn.Parameter(T.arange(i * o, dtype=T.float64).reshape(o, i) / 7 - 1)
+        self.bias = nn.Parameter(T.zeros(o, dtype=T.float64))
+
+    def forward(self, x):
+        return x @ self.weight.T + self.bias
+
+    def extra_repr(self):
+        return "lin"
+
+
+def r(t, n=6):
+    return [round(v, n) for v in t.detach().reshape(-1).tolist()]
+
+
+m = P.weight_norm(Lin(3, 2))
+print(m)
+print(list(m.state_dict()), [tuple(v.shape) for v in m.state_dict().values()])
+print(r(m.weight))
+m = P.weight_norm(Lin(3, 2), dim=None)
+print([tuple(v.shape) for v in m.state_dict().values()])
+m = P.weight_norm(Lin(3, 2), dim=1)
+print([tuple(v.shape) for v in m.state_dict().values()])
+m = P.spectral_norm(Lin(3, 2))
+print(list(m.state_dict()), m.parametrizations.weight[0].dim)
+m = P.orthogonal(Lin(3, 2))
+print(list(m.state_dict()), type(m.parametrizations.weight[0]).__name__)
+m = P.orthogonal(Lin(3, 3), use_trivialization=False)
+print(list(m.state_dict()))
+old = nn.utils.weight_norm(Lin(3, 2))
+print(list(old.state_dict()), [tuple(v.shape) for v in old.state_dict().values()], r(old.weight))
+old = nn.utils.spectral_norm(Lin(3, 2))
+sd = old.state_dict()
+print(list(sd), sd._metadata)
+nn.utils.remove_spectral_norm(old)
+print(list(old.state_dict()))
+
+
+class Sq(nn.Module):
+    def forward(self, x):
+        return x * x
+
+
+m = Lin(2, 2)
+parametrize.register_parametrization(m, "weight", Sq())
+parametrize.register_parametrization(m, "bias", Sq())
+print(type(m).__name__, parametrize.type_before_parametrizations(m).__name__, parametrize.is_parametrized(m, "bias"))
+print(m)
+print(r(m.weight))
+parametrize.remove_parametrizations(m, "weight")
+print(type(m).__name__, list(m.state_dict()), r(m.weight))
+parametrize.remove_parametrizations(m, "bias", leave_parametrized=False)
+print(type(m).__name__, list(m.state_dict()))
+try:
+    parametrize.remove_parametrizations(m, "bias")
+except Exception as e:
+    print(type(e).__name__, str(e))
+
+ps = [nn.Parameter(T.arange(6, dtype=T.float64).reshape(2, 3) - 2), nn.Parameter(T.ones(4, dtype=T.float64))]
+for p in ps:
+    p.grad = p.detach() * 3
+for nt in (2.0, 1, float("inf"), 0.5):
+    for p in ps:
+        p.grad = p.detach() * 3
+    tn = nn.utils.clip_grad_norm_(ps, 2.0, norm_type=nt)
+    print(nt, round(tn.item(), 6), tn.dtype, r(ps[0].grad), r(ps[1].grad))
+nn.utils.clip_grad_value_(ps, 0.1)
+print(r(ps[0].grad))
+v = nn.utils.parameters_to_vector(ps)
+print(r(v))
+nn.utils.vector_to_parameters(v * 2, ps)
+print(r(ps[0]), r(ps[1]))
+init = nn.init
+for nl in ("linear", "conv2d", "sigmoid", "tanh", "relu", "leaky_relu", "selu"):
+    print(nl, round(init.calculate_gain(nl), 8))
+print(round(init.calculate_gain("leaky_relu", 0.3), 8))
+print(init._calculate_fan_in_and_fan_out(T.empty(5, 4, 3, 2)))
+w = T.empty(3, 4)
+print(r(init.eye_(w)), r(init.dirac_(T.empty(2, 2, 3))), r(init.constant_(w, 0.5)))
+try:
+    init.kaiming_normal_(T.empty(3), mode="x")
+except Exception as e:
+    print(type(e).__name__, str(e))
+try:
+    init.kaiming_normal_(T.empty(3, 3), mode="x")
+except Exception as e:
+    print(type(e).__name__, str(e))
+'''
+
+
+def test_same_behaviour_as_torch(tmp_path):
+    """parametrizations' layouts and reprs, legacy hooks, clipping, vector conversion and
+    init's deterministic parts under PyTorch and ember: identical outputs."""
+    import os
+    import subprocess
+    import sys
+    torch_py = "/work/torchvenv/bin/python"
+    if not os.path.exists(torch_py):
+        pytest.skip("PyTorch not installed")
+    script = tmp_path / "scenario.py"
+    script.write_text(_SCENARIO)
+    try:
+        ref = subprocess.run([torch_py, str(script), "torch"], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.skip("PyTorch too slow to start")
+    if ref.returncode != 0:
+        pytest.skip("PyTorch failed to run the scenario")
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+    mine = subprocess.run([sys.executable, str(script), "ember", pkg], capture_output=True, text=True, timeout=300)
+    assert mine.returncode == 0, mine.stderr
+    assert (mine.stdout + mine.stderr).replace("ember.", "torch.") == ref.stdout + ref.stderr
