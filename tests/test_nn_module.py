@@ -452,6 +452,10 @@ def test_apply_and_to_empty():
     assert seen == ["Lin", "BN", "Act", "Sequential"]
     net.to_empty(device="cpu")
     assert net.fc.weight.shape == (2, 3)
+    w = net.fc.weight
+    w.grad = ember.ones(2, 3)
+    assert net.share_memory() is net
+    assert net.fc.weight is w and w.is_shared() and w.grad.is_shared() and net.bn.running_mean.is_shared()
 
 
 def test_deepcopy_and_pickle_module():

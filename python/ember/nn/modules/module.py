@@ -896,8 +896,8 @@ class Module:
                     g.zero_()
 
     def share_memory(self):
-        """No-op here: ember's CPU tensors are not moved to shared memory."""
-        return self
+        """Moves every parameter and buffer (and gradient) to shared memory, in place."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ---- printing ----------------------------------------------------------------------
 
