@@ -160,8 +160,6 @@ class Module:
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(ember Tensor or None required)")
         else:
-            if isinstance(tensor, Buffer):
-                persistent = tensor.persistent
             self._buffers[name] = tensor
             if persistent:
                 self._non_persistent_buffers_set.discard(name)
@@ -561,9 +559,6 @@ class Module:
                                         "(ember.nn.Buffer, ember.Tensor or None expected)")
                     if isinstance(value, Buffer):
                         persistent = value.persistent
-                        if buffers is None:
-                            raise AttributeError("cannot assign buffer before Module.__init__() call")
-                        remove_from(self.__dict__, self._parameters, self._modules)
                     else:
                         persistent = name not in self._non_persistent_buffers_set
                     self.register_buffer(name, value, persistent)
