@@ -252,3 +252,13 @@ def test_deprecated_aliases_warn():
         init.normal(ember.empty(3))
     with pytest.warns(FutureWarning, match="xavier_uniform"):
         init.xavier_uniform(ember.empty(3, 3))
+
+
+def test_private_no_grad_helpers():
+    p = nn.Parameter(ember.empty(1000))
+    assert init._no_grad_trunc_normal_(p, 0.0, 1.0, -0.5, 0.5) is p and np.abs(_np(p)).max() <= 0.5
+    assert init._no_grad_uniform_(p, 2.0, 3.0) is p and _np(p).min() >= 2.0
+    assert init._no_grad_normal_(p, 5.0, 0.01) is p and abs(_np(p).mean() - 5.0) < 0.01
+    assert init._no_grad_fill_(p, 7.0) is p and (_np(p) == 7.0).all()
+    assert init._no_grad_zero_(p) is p and (_np(p) == 0.0).all()
+    assert p.grad_fn is None

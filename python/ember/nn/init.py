@@ -325,6 +325,27 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     return tensor
 
 
+# torch's private helpers, which some libraries call directly (timm: _no_grad_trunc_normal_).
+def _no_grad_uniform_(tensor, a, b, generator=None):
+    return uniform_(tensor, a, b, generator)
+
+
+def _no_grad_normal_(tensor, mean, std, generator=None):
+    return normal_(tensor, mean, std, generator)
+
+
+def _no_grad_trunc_normal_(tensor, mean, std, a, b, generator=None):
+    return trunc_normal_(tensor, mean, std, a, b, generator)
+
+
+def _no_grad_fill_(tensor, val):
+    return constant_(tensor, val)
+
+
+def _no_grad_zero_(tensor):
+    return zeros_(tensor)
+
+
 def _make_deprecate(meth):
     new_name = meth.__name__
     old_name = new_name[:-1]
