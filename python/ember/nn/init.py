@@ -6,6 +6,7 @@ are ember's C++ samplers (``Tensor.uniform_`` / ``normal_``), with an optional
 """
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
 
@@ -276,7 +277,8 @@ def _householder_qr(a, block=32, return_reflectors=False):
 
 
 def _qr(a):
-    from .. import linalg
+    # ember.linalg the Python module (the package attribute can be _C's linalg submodule)
+    linalg = importlib.import_module("ember.linalg")
     qr = getattr(linalg, "qr", None)
     return tuple(qr(a)) if qr is not None else _householder_qr(a)
 

@@ -2,6 +2,7 @@
 ``orthogonal``, ``weight_norm`` and ``spectral_norm``."""
 from __future__ import annotations
 
+import importlib
 import math
 from enum import Enum, auto
 
@@ -35,7 +36,7 @@ def _eye_like_batch(x, n):
 def _matrix_exp(a):
     """exp of a batch of square matrices by scaling and squaring of a degree-18 Taylor
     polynomial (ember ops only, so autograd differentiates it); error ~1e-16 relative."""
-    from ... import linalg
+    linalg = importlib.import_module("ember.linalg")  # the Python module, not _C.linalg
     native = getattr(linalg, "matrix_exp", None)
     if native is not None:
         return native(a)
