@@ -301,3 +301,116 @@ def test_conv_errors():
         F.conv_transpose2d(ember.zeros(1, 16, 5, 5), w, output_padding=1)
     with pytest.raises(RuntimeError, match="expected weight to be 3-, 4- or 5-dimensional"):
         F.conv2d(x, ember.zeros(3, 3))
+
+
+# ---- modules -----------------------------------------------------------------------------------
+
+def test_conv_modules_forward_and_init(device):
+    import ember.nn as nn
+    ember.manual_seed(0)
+    c = nn.Conv2d(3, 16, 3, padding=1).to(device)
+    assert repr(c) == "Conv2d(3, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))"
+    assert c.weight.shape == (16, 3, 3, 3) and c.bias.shape == (16,)
+    x = ember.randn(2, 3, 8, 8, device=device)
+    np.testing.assert_allclose(c(x).detach().numpy(), F.conv2d(x, c.weight, c.bias,
+                                                               padding=1).detach().numpy())
+    # torch's default init: kaiming_uniform_(a=sqrt(5)) -> U(+-1/sqrt(fan_in)), bias likewise
+    big = nn.Conv2d(64, 64, 3)
+    bound = 1 / np.sqrt(64 * 9)
+    w = big.weight.detach().numpy()
+    assert np.abs(w).max() <= bound and abs(w.std() - bound / np.sqrt(3)) < 0.02 * bound
+    assert np.abs(big.bias.detach().numpy()).max() <= bound
+    assert sorted(dict(c.named_parameters())) == ["bias", "weight"]
+    assert nn.Conv1d(2, 4, 3, bias=False).bias is None
+    assert nn.Conv3d(2, 4, (1, 2, 3), stride=2)(ember.randn(1, 2, 4, 5, 6)).shape == (1, 4, 2, 2, 2)
+    assert repr(nn.Conv1d(2, 4, 3, stride=2, groups=2, bias=False, dilation=2)) == (
+        "Conv1d(2, 4, kernel_size=(3,), stride=(2,), dilation=(2,), groups=2, bias=False)")
+
+
+@pytest.mark.parametrize("mode,np_mode", [("reflect", "reflect"), ("replicate", "edge"),
+                                          ("circular", "wrap")])
+def test_conv_module_padding_modes(device, rng, mode, np_mode):
+    import ember.nn as nn
+    c = nn.Conv2d(2, 3, (3, 2), padding=(1, 2), padding_mode=mode, dtype=ember.float64)
+    x = rng.standard_normal((1, 2, 5, 6))
+    got = c(t(x, device)).detach().numpy()
+    xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (2, 2)], mode=np_mode)
+    ref = np_conv(xp, c.weight.detach().numpy(), c.bias.detach().numpy())
+    np.testing.assert_allclose(got, ref, atol=1e-12)
+    same = nn.Conv2d(2, 3, 4, padding="same", padding_mode=mode, dtype=ember.float64)
+    assert same(t(x, device)).shape == (1, 3, 5, 6)
+    xe = t(x, device, grad=True)
+    assert gradcheck(lambda a: same(a), (xe,))
+
+
+def test_conv_transpose_modules(device, rng):
+    import ember.nn as nn
+    ct = nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, dtype=ember.float64)
+    x = t(rng.standard_normal((1, 4, 5, 5)), device)
+    assert ct(x).shape == (1, 2, 9, 9)
+    y = ct(x, output_size=(10, 10))
+    assert y.shape == (1, 2, 10, 10)
+    ref = np_conv_t(x.numpy(), ct.weight.detach().numpy(), ct.bias.detach().numpy(), 2, 1, 1)
+    np.testing.assert_allclose(y.detach().numpy(), ref, atol=1e-12)
+    assert ct(x, output_size=[1, 2, 10, 10]).shape == (1, 2, 10, 10)
+    with pytest.raises(ValueError, match="valid sizes range from"):
+        ct(x, output_size=(12, 12))
+    assert repr(ct) == "ConvTranspose2d(4, 2, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))"
+    assert nn.ConvTranspose1d(2, 4, 3, groups=2)(ember.randn(2, 7)).shape == (4, 9)
+    with pytest.raises(ValueError, match='Only "zeros" padding mode'):
+        nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect")
+
+
+def test_conv_module_errors():
+    import ember.nn as nn
+    c = nn.Conv2d(3, 16, kernel_size=3)
+    with pytest.raises(RuntimeError, match=r"^Conv2d\(3, 16, kernel_size=\(3, 3\)\) expected "
+                                           r"input with 3 channels, got 4 \(input shape "
+                                           r"\[8, 4, 28, 28\]\)$"):
+        c(ember.zeros(8, 4, 28, 28))
+    with pytest.raises(RuntimeError, match="Expected 3D"):
+        c(ember.zeros(28, 28))
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        nn.Conv2d(3, 6, 3, groups=2)
+    with pytest.raises(ValueError, match="groups must be a positive integer"):
+        nn.Conv2d(3, 6, 3, groups=0)
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        nn.Conv2d(3, 6, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="Invalid padding string"):
+        nn.Conv2d(3, 6, 3, padding="full")
+    with pytest.raises(ValueError, match="not supported for strided"):
+        nn.Conv2d(3, 6, 3, padding="same", stride=2)
+
+
+def test_tutorial_cnn_trains(device):
+    # conv -> relu -> max pool -> conv -> relu -> adaptive avg pool -> linear, trained by SGD
+    import ember.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(1, 8, 3, padding=1)
+            self.pool = nn.MaxPool2d(2)
+            self.c2 = nn.Conv2d(8, 16, 3, padding=1)
+            self.gap = nn.AdaptiveAvgPool2d(1)
+            self.head = nn.Parameter(ember.randn(16, 1) * 0.5)
+
+        def forward(self, x):
+            x = self.pool(ember.relu(self.c1(x)))
+            x = self.gap(ember.relu(self.c2(x))).reshape(x.shape[0], 16)
+            return x @ self.head
+
+    ember.manual_seed(0)
+    model = Net().to(device)
+    x = ember.randn(32, 1, 12, 12, device=device)
+    target = (x[:, :, :6, :6].mean(dim=(1, 2, 3)) > 0).float().reshape(32, 1)
+    losses = []
+    for _ in range(40):
+        loss = ((model(x) - target) ** 2).mean()
+        model.zero_grad()
+        loss.backward()
+        with ember.no_grad():
+            for p in model.parameters():
+                p -= 0.1 * p.grad
+        losses.append(float(loss))
+    assert losses[-1] < 0.3 * losses[0], losses

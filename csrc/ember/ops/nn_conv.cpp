@@ -27,7 +27,7 @@ DispatchStub<ConvLayoutKernel> conv_layout_stub("convolution");
 // transposes run on the thread pool. Chunks keep cols under kColsBudget bytes.
 namespace {
 
-constexpr int64_t kColsBudget = int64_t(64) << 20;
+constexpr int64_t kColsBudget = int64_t(2) << 20;
 
 // A contiguous 2-d view [rows, cols] of a contiguous buffer at a row offset.
 Tensor rows_view(const Tensor& buf, int64_t row0, int64_t nrows, int64_t ncols) {
