@@ -1,6 +1,9 @@
 """Convolutions (F.conv1d/2d/3d, conv_transpose, unfold/fold) against NumPy
 references, gradients (gradcheck + gradgradcheck in float64) and error paths."""
 import itertools
+import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -414,3 +417,97 @@ def test_tutorial_cnn_trains(device):
                 p -= 0.1 * p.grad
         losses.append(float(loss))
     assert losses[-1] < 0.3 * losses[0], losses
+
+
+# ---- against PyTorch (subprocess; skipped when PyTorch is absent) --------------------------------
+
+_TORCH_PYTHON = os.environ.get("EMBER_TORCH_PYTHON", "/work/torchvenv/bin/python")
+
+# (function, input shapes, kwargs): each is run forward and backward (grad of sum(out * r)).
+_TORCH_CASES = [
+    ("conv2d", [(2, 4, 7, 6), (6, 2, 3, 2), (6,)], dict(stride=(2, 1), padding=(1, 2),
+                                                        dilation=(1, 2), groups=2)),
+    ("conv2d", [(2, 3, 6, 6), (4, 3, 4, 3)], dict(padding="same", dilation=(2, 1))),
+    ("conv1d", [(2, 4, 9), (4, 1, 3)], dict(stride=2, padding=2, groups=4)),
+    ("conv3d", [(1, 2, 4, 5, 4), (3, 2, 2, 3, 2), (3,)], dict(stride=(1, 2, 1), padding=1)),
+    ("conv_transpose2d", [(2, 4, 3, 4), (4, 3, 3, 2), (6,)],
+     dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2, dilation=(1, 2))),
+    ("conv_transpose1d", [(2, 3, 5), (3, 2, 4)], dict(stride=3, padding=2, output_padding=1)),
+    ("conv_transpose3d", [(1, 2, 2, 3, 2), (2, 2, 2, 2, 2)], dict(stride=2)),
+    ("max_pool2d", [(2, 3, 9, 8)], dict(kernel_size=3, stride=2, padding=1, dilation=2,
+                                        ceil_mode=True)),
+    ("max_pool2d", [(2, 3, 7, 7)], dict(kernel_size=(2, 3), stride=(3, 2), ceil_mode=True)),
+    ("max_pool1d", [(2, 3, 11)], dict(kernel_size=4, stride=3, padding=2, ceil_mode=True)),
+    ("avg_pool2d", [(2, 3, 9, 8)], dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    ("avg_pool2d", [(2, 3, 7, 8)], dict(kernel_size=(3, 2), stride=(2, 3), padding=(1, 1),
+                                        ceil_mode=True, count_include_pad=False)),
+    ("avg_pool1d", [(2, 3, 10)], dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                      count_include_pad=False)),
+    ("adaptive_avg_pool2d", [(2, 3, 9, 7)], dict(output_size=(4, 5))),
+    ("adaptive_max_pool2d", [(2, 3, 9, 7)], dict(output_size=(4, 3))),
+    ("adaptive_avg_pool1d", [(2, 3, 10)], dict(output_size=7)),
+    ("unfold", [(2, 3, 7, 6)], dict(kernel_size=(2, 3), dilation=(2, 1), padding=1,
+                                    stride=(1, 2))),
+    ("fold", [(2, 12, 12)], dict(output_size=(4, 5), kernel_size=(2, 3), dilation=(2, 1),
+                                 padding=1, stride=(1, 2))),
+]
+
+_TORCH_SCRIPT = r"""
+import json, sys
+import numpy as np, torch, torch.nn.functional as F
+data = np.load(sys.argv[1]); cases = json.loads(sys.argv[2]); out = {}
+for i, (name, shapes, kw) in enumerate(cases):
+    for k, v in kw.items():
+        if isinstance(v, list):
+            kw[k] = tuple(v)
+    ins = [torch.from_numpy(data[f"{i}_{j}"]).requires_grad_() for j in range(len(shapes))]
+    y = getattr(F, name)(*ins, **kw)
+    (y * torch.from_numpy(data[f"{i}_r"])).sum().backward()
+    out[f"{i}_y"] = y.detach().numpy()
+    for j, t in enumerate(ins):
+        out[f"{i}_g{j}"] = t.grad.numpy()
+np.savez(sys.argv[3], **out)
+"""
+
+
+def test_conv_pool_match_pytorch(tmp_path, rng):
+    if not os.path.exists(_TORCH_PYTHON):
+        pytest.skip("PyTorch not available")
+    arrays, outs = {}, {}
+    for i, (name, shapes, kw) in enumerate(_TORCH_CASES):
+        ins = []
+        for j, s in enumerate(shapes):
+            # distinct values so max pooling has a unique argmax
+            a = rng.permutation(int(np.prod(s))).reshape(s) / 7.0 - 1.0 if "max" in name \
+                else rng.standard_normal(s)
+            arrays[f"{i}_{j}"] = a
+            ins.append(t(a, grad=True))
+        y = getattr(F, name)(*ins, **kw)
+        r = rng.standard_normal(tuple(y.shape))
+        arrays[f"{i}_r"] = r
+        (y * t(r)).sum().backward()
+        outs[i] = (y.detach().numpy(), [x.grad.numpy() for x in ins])
+    np.savez(tmp_path / "in.npz", **arrays)
+    p = subprocess.run([_TORCH_PYTHON, "-c", _TORCH_SCRIPT, str(tmp_path / "in.npz"),
+                        json.dumps(_TORCH_CASES), str(tmp_path / "out.npz")],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=""))
+    if p.returncode != 0:
+        pytest.skip(f"PyTorch worker failed: {p.stderr[-500:]}")
+    ref = np.load(tmp_path / "out.npz")
+    for i, (name, _, kw) in enumerate(_TORCH_CASES):
+        y, grads = outs[i]
+        np.testing.assert_allclose(y, ref[f"{i}_y"], atol=1e-10, err_msg=f"{name} {kw}")
+        for j, g in enumerate(grads):
+            np.testing.assert_allclose(g, ref[f"{i}_g{j}"], atol=1e-10,
+                                       err_msg=f"{name} {kw} grad {j}")
+
+
+def test_conv_half_precision(rng):
+    x = rng.standard_normal((2, 3, 6, 6))
+    w = rng.standard_normal((4, 3, 3, 3))
+    ref = np_conv(x, w, None, 1, 1)
+    for dt in (ember.float16, ember.bfloat16):
+        got = F.conv2d(t(x, dtype=dt), t(w, dtype=dt), padding=1)
+        assert got.dtype == dt
+        np.testing.assert_allclose(got.float().numpy(), ref, atol=0.3, rtol=0.05)
