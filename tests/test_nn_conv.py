@@ -147,6 +147,18 @@ def test_conv_large_batch_chunks(device, rng):
     np.testing.assert_allclose(got[:2], ref, rtol=1e-4, atol=1e-3)
     ref = np_conv(x[-2:].astype(np.float64), w.astype(np.float64))
     np.testing.assert_allclose(got[-2:], ref, rtol=1e-4, atol=1e-3)
+    # one image per chunk (its columns exceed the chunk budget): the GEMM writes y directly
+    x = rng.standard_normal((2, 64, 40, 40))
+    w = rng.standard_normal((8, 32, 3, 3))
+    b = rng.standard_normal(8)
+    got = F.conv2d(t(x, device), t(w, device), t(b, device), padding=1, groups=2)
+    np.testing.assert_allclose(got.numpy(), np_conv(x, w, b, 1, 1, None, 1, 2), atol=1e-9)
+    xe, we, be = t(x, device, grad=True), t(w, device, grad=True), t(b, device, grad=True)
+    gy = rng.standard_normal((2, 8, 40, 40))
+    F.conv2d(xe, we, be, padding=1, groups=2).backward(t(gy, device))
+    np.testing.assert_allclose(be.grad.numpy(), gy.sum(axis=(0, 2, 3)), atol=1e-9)
+    np.testing.assert_allclose(xe.grad.numpy()[:, :32], np_conv_t(gy[:, :4], w[:4], None, 1, 1),
+                               atol=1e-9)
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1, output_padding=1),
