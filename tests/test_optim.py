@@ -638,7 +638,7 @@ def _torch_script(src):
     return r.stdout
 
 
-@pytest.mark.parametrize("name,opts", [
+INTEROP = [
     ("Adam", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.1}),
     ("AdamW", {"lr": 0.01}),
     ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
@@ -648,90 +648,104 @@ def _torch_script(src):
     ("Adagrad", {"lr": 0.1, "lr_decay": 0.1}),
     ("Adadelta", {}),
     ("Adamax", {"lr": 0.01}),
-])
-def test_state_dict_interop_with_pytorch(name, opts, tmp_path):
-    """PyTorch runs 3 steps and saves its state_dict as arrays; ember loads it, both run
-    2 more steps, the parameters agree; then the reverse direction."""
-    src = f"""
-import numpy as np, torch, pickle
-torch.manual_seed(0)
-rng = np.random.default_rng(0)
-shapes = [(3, 4), (5,)]
-params = [torch.tensor(rng.standard_normal(s), dtype=torch.float64, requires_grad=True) for s in shapes]
-opt = torch.optim.{name}(params, **{opts!r})
-def run(n):
-    for _ in range(n):
-        for p in params:
-            p.grad = torch.tensor(rng.standard_normal(tuple(p.shape)))
-        opt.step()
-run(3)
-sd = opt.state_dict()
-conv = lambda v: ("T", v.detach().numpy().copy(), str(v.dtype)) if torch.is_tensor(v) else v
-out = {{"state": {{k: {{kk: conv(vv) for kk, vv in st.items()}} for k, st in sd["state"].items()}},
-       "param_groups": sd["param_groups"], "params": [p.detach().numpy().copy() for p in params]}}
-run(2)
-out["final"] = [p.detach().numpy().copy() for p in params]
-with open({str(tmp_path / "torch.pkl")!r}, "wb") as f:
-    pickle.dump(out, f)
-"""
-    _torch_script(src)
+]
+INTEROP_SHAPES = [(3, 4), (5,)]
+
+
+def test_state_dict_interop_with_pytorch(tmp_path):
+    """For each optimizer: PyTorch runs 3 steps and saves its state_dict as arrays; ember
+    loads it, both run 2 more steps, the parameters agree. Then the reverse: PyTorch loads
+    ember's state_dict and both take one more step."""
     import pickle
 
+    src = f"""
+import numpy as np, torch, pickle
+results = []
+for name, opts in {INTEROP!r}:
+    rng = np.random.default_rng(0)
+    params = [torch.tensor(rng.standard_normal(s), requires_grad=True) for s in {INTEROP_SHAPES!r}]
+    opt = getattr(torch.optim, name)(params, **opts)
+    def run(n):
+        for _ in range(n):
+            for p in params:
+                p.grad = torch.tensor(rng.standard_normal(tuple(p.shape)))
+            opt.step()
+    run(3)
+    sd = opt.state_dict()
+    conv = lambda v: ("T", v.detach().numpy().copy(), str(v.dtype)) if torch.is_tensor(v) else v
+    out = {{"state": {{k: {{kk: conv(vv) for kk, vv in st.items()}} for k, st in sd["state"].items()}},
+           "param_groups": sd["param_groups"], "params": [p.detach().numpy().copy() for p in params]}}
+    run(2)
+    out["final"] = [p.detach().numpy().copy() for p in params]
+    results.append(out)
+with open({str(tmp_path / "torch.pkl")!r}, "wb") as f:
+    pickle.dump(results, f)
+"""
+    _torch_script(src)
     with open(tmp_path / "torch.pkl", "rb") as f:
-        out = pickle.load(f)
+        results = pickle.load(f)
 
     def conv(v):
         if isinstance(v, tuple) and len(v) == 3 and v[0] == "T":
             return ember.tensor(v[1], dtype=getattr(ember, v[2].split(".")[1]))
         return v
 
-    sd = {"state": {k: {kk: conv(vv) for kk, vv in st.items()} for k, st in out["state"].items()},
-          "param_groups": out["param_groups"]}
-    params = [ember.tensor(a, requires_grad=True) for a in out["params"]]
-    opt = getattr(optim, name)(params, **opts)
-    opt.load_state_dict(sd)
-    rng = np.random.default_rng(0)
-    for s in [(3, 4), (5,)]:  # replay the generator to the same point
-        rng.standard_normal(s)
-    for _ in range(3):
-        for p in params:
-            rng.standard_normal(tuple(p.shape))
-    for _ in range(2):
-        for p in params:
-            p.grad = ember.tensor(rng.standard_normal(tuple(p.shape)))
-        opt.step()
-    for p, want in zip(params, out["final"]):
-        np.testing.assert_allclose(_to_np(p), want, rtol=1e-9, atol=1e-12)
-    # the reverse direction: ember's state_dict drives PyTorch
-    esd = opt.state_dict()
-    arrays = {"state": {k: {kk: (("T", vv.numpy(), str(vv.dtype).split(".")[1])
-                                 if isinstance(vv, ember.Tensor) else vv) for kk, vv in st.items()}
-                        for k, st in esd["state"].items()},
-              "param_groups": esd["param_groups"], "params": [_to_np(p) for p in params]}
-    with open(tmp_path / "ember.pkl", "wb") as f:
-        pickle.dump(arrays, f)
     g = np.random.default_rng(5).standard_normal((2, 12))
-    for p, gi in zip(params, [g[0].reshape(3, 4), g[1][:5]]):
-        p.grad = ember.tensor(gi)
-    opt.step()
+    last_grads = [g[0].reshape(3, 4), g[1][:5]]
+    exported, ember_final = [], []
+    for (name, opts), out in zip(INTEROP, results):
+        sd = {"state": {k: {kk: conv(vv) for kk, vv in st.items()}
+                        for k, st in out["state"].items()},
+              "param_groups": out["param_groups"]}
+        params = [ember.tensor(a, requires_grad=True) for a in out["params"]]
+        opt = getattr(optim, name)(params, **opts)
+        opt.load_state_dict(sd)
+        rng = np.random.default_rng(0)
+        for shape in INTEROP_SHAPES:  # replay the generator to the same point
+            rng.standard_normal(shape)
+        for _ in range(3):
+            for p in params:
+                rng.standard_normal(tuple(p.shape))
+        for _ in range(2):
+            for p in params:
+                p.grad = ember.tensor(rng.standard_normal(tuple(p.shape)))
+            opt.step()
+        for p, want in zip(params, out["final"]):
+            np.testing.assert_allclose(_to_np(p), want, rtol=1e-9, atol=1e-12, err_msg=name)
+        esd = opt.state_dict()
+        exported.append({
+            "state": {k: {kk: (("T", vv.numpy().copy(), str(vv.dtype).split(".")[1])
+                               if isinstance(vv, ember.Tensor) else vv) for kk, vv in st.items()}
+                      for k, st in esd["state"].items()},
+            "param_groups": esd["param_groups"], "params": [_to_np(p) for p in params]})
+        for p, gi in zip(params, last_grads):
+            p.grad = ember.tensor(gi)
+        opt.step()
+        ember_final.append([_to_np(p) for p in params])
+    with open(tmp_path / "ember.pkl", "wb") as f:
+        pickle.dump(exported, f)
     src2 = f"""
 import numpy as np, torch, pickle
 with open({str(tmp_path / "ember.pkl")!r}, "rb") as f:
-    d = pickle.load(f)
+    exported = pickle.load(f)
 conv = lambda v: torch.tensor(v[1], dtype=getattr(torch, v[2])) if isinstance(v, tuple) and len(v) == 3 and v[0] == "T" else v
-params = [torch.tensor(a, requires_grad=True) for a in d["params"]]
-opt = torch.optim.{name}(params, **{opts!r})
-opt.load_state_dict({{"state": {{k: {{kk: conv(vv) for kk, vv in st.items()}} for k, st in d["state"].items()}},
-                     "param_groups": d["param_groups"]}})
 g = np.random.default_rng(5).standard_normal((2, 12))
-for p, gi in zip(params, [g[0].reshape(3, 4), g[1][:5]]):
-    p.grad = torch.tensor(gi)
-opt.step()
-print(repr([p.detach().numpy().tolist() for p in params]))
+out = []
+for (name, opts), d in zip({INTEROP!r}, exported):
+    params = [torch.tensor(a, requires_grad=True) for a in d["params"]]
+    opt = getattr(torch.optim, name)(params, **opts)
+    opt.load_state_dict({{"state": {{k: {{kk: conv(vv) for kk, vv in st.items()}} for k, st in d["state"].items()}},
+                         "param_groups": d["param_groups"]}})
+    for p, gi in zip(params, [g[0].reshape(3, 4), g[1][:5]]):
+        p.grad = torch.tensor(gi)
+    opt.step()
+    out.append([p.detach().numpy().tolist() for p in params])
+print(repr(out))
 """
     res = eval(_torch_script(src2).strip().splitlines()[-1])
-    for p, want in zip(params, res):
-        np.testing.assert_allclose(_to_np(p), np.array(want), rtol=1e-9, atol=1e-12)
+    for (name, _), mine, theirs in zip(INTEROP, ember_final, res):
+        for a, b in zip(mine, theirs):
+            np.testing.assert_allclose(a, np.array(b), rtol=1e-9, atol=1e-12, err_msg=name)
 
 
 # ---- LBFGS ---------------------------------------------------------------------------------
