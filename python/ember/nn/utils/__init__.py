@@ -1,1 +1,2 @@
 """nn.utils."""
+from . import rnn  # noqa: F401
