@@ -1,6 +1,6 @@
 """nn.utils: gradient clipping, parameter/vector conversion, parametrizations and the
 legacy weight/spectral norm hooks, as torch.nn.utils."""
-from . import parametrizations, parametrize  # noqa: F401
+from . import parametrizations, parametrize, rnn  # noqa: F401
 from .clip_grad import (  # noqa: F401
     clip_grad_norm,
     clip_grad_norm_,
