@@ -2,6 +2,7 @@
 // translator from C++ exceptions to Python exceptions.
 #include <Python.h>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/allocator.h"
 #include "ember/core/error.h"
 #include "ember/core/parallel.h"
@@ -73,4 +74,11 @@ PYBIND11_MODULE(_C, m) {
     ember::set_num_threads(int(n));
   });
   m.attr("_cuda_version") = std::string(EMBER_CUDA_VERSION);
+  // ember.backends.cpu.get_cpu_capability(): the instruction set the CPU kernels run with.
+  m.def("_get_cpu_capability", [] {
+    return std::string(ember::cpu::cpu_capability_name(ember::cpu::selected_cpu_capability()));
+  });
+  m.def("_get_supported_cpu_capability", [] {
+    return std::string(ember::cpu::cpu_capability_name(ember::cpu::supported_cpu_capability()));
+  });
 }
