@@ -25,7 +25,8 @@ import numpy as np
 import ember
 from ember.backends import cpu
 rng = np.random.default_rng(0)
-out = {"capability": cpu.get_cpu_capability(), "supported": cpu._get_supported_cpu_capability()}
+out = {"capability": cpu.get_cpu_capability(), "supported": cpu._get_supported_cpu_capability(),
+       "compiled": cpu._compiled_cpu_capabilities()}
 f32 = rng.standard_normal(1000).astype(np.float32)
 f64 = rng.standard_normal((37, 29))
 i64 = rng.integers(-2**62, 2**62, 777, dtype=np.int64)
@@ -75,18 +76,20 @@ def test_results_agree_across_capabilities():
     base = _run(None)
     supported = base["supported"]
     assert base["capability"] in ORDER
-    if os.environ.get("EMBER_CPU_CAPABILITY") is None:
-        # unforced, the best compiled capability the CPU has: on x86-64 all three are compiled
-        import platform
-        if platform.machine() in ("x86_64", "AMD64"):
-            assert base["capability"] == supported
+    compiled = base["compiled"]
+    assert "default" in compiled
+    if platform_is_x86() and len(compiled) > 1:
+        assert compiled == ORDER  # EMBER_CPU_DISPATCH=ON (the default) compiles all three
+
+    def expected(cap):  # the best compiled capability not above `cap` nor the CPU's
+        top = min(ORDER.index(cap), ORDER.index(supported))
+        return max((c for c in compiled if ORDER.index(c) <= top), key=ORDER.index)
+
+    assert base["capability"] == expected("avx512")  # unforced: the best there is
     runs = {}
     for cap in ORDER:
         r = _run(cap)
-        # never above what the CPU supports
-        expected = ORDER[min(ORDER.index(cap), ORDER.index(supported))]
-        if platform_is_x86():
-            assert r["capability"] == expected, (cap, r["capability"], supported)
+        assert r["capability"] == expected(cap), (cap, r["capability"], supported, compiled)
         runs[cap] = r
     ref = runs["default"]["results"]
     for cap, r in runs.items():

@@ -78,6 +78,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("_get_cpu_capability", [] {
     return std::string(ember::cpu::cpu_capability_name(ember::cpu::selected_cpu_capability()));
   });
+  m.def("_compiled_cpu_capabilities", [] {
+    std::vector<std::string> names;
+    for (int c = 0; c <= int(ember::cpu::CpuCapability::AVX512); ++c)
+      if (ember::cpu::cpu_capability_compiled(ember::cpu::CpuCapability(c)))
+        names.push_back(ember::cpu::cpu_capability_name(ember::cpu::CpuCapability(c)));
+    return names;
+  });
   m.def("_get_supported_cpu_capability", [] {
     return std::string(ember::cpu::cpu_capability_name(ember::cpu::supported_cpu_capability()));
   });

@@ -13,15 +13,15 @@
 #endif
 
 namespace ember::cpu {
-namespace {
-
-bool compiled(CpuCapability c) {
+bool cpu_capability_compiled(CpuCapability c) {
   const std::string list = "," EMBER_CPU_CAPABILITIES ",";
   const char* n = c == CpuCapability::AVX512 ? ",AVX512,"
                   : c == CpuCapability::AVX2 ? ",AVX2,"
                                              : ",DEFAULT,";
   return list.find(n) != std::string::npos;
 }
+
+namespace {
 
 CpuCapability choose() {
   CpuCapability best = supported_cpu_capability();
@@ -37,7 +37,7 @@ CpuCapability choose() {
       want = best;  // unknown value: ignored, as PyTorch's ATEN_CPU_CAPABILITY
     if (int(want) < int(best)) best = want;
   }
-  while (best != CpuCapability::DEFAULT && !compiled(best)) best = CpuCapability(int(best) - 1);
+  while (best != CpuCapability::DEFAULT && !cpu_capability_compiled(best)) best = CpuCapability(int(best) - 1);
   return best;
 }
 

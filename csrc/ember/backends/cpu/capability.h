@@ -19,6 +19,8 @@ enum class CpuCapability : int { DEFAULT = 0, AVX2 = 1, AVX512 = 2 };
 CpuCapability selected_cpu_capability();
 /// The best capability this CPU supports (compiled in or not).
 CpuCapability supported_cpu_capability();
+/// Whether the kernels were compiled for `c` (EMBER_CPU_DISPATCH; DEFAULT always).
+bool cpu_capability_compiled(CpuCapability c);
 /// "default", "avx2" or "avx512".
 const char* cpu_capability_name(CpuCapability c);
 

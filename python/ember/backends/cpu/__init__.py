@@ -20,3 +20,9 @@ def get_cpu_capability() -> str:
 def _get_supported_cpu_capability() -> str:
     """The best capability this CPU supports, whether or not it was compiled in."""
     return _C._get_supported_cpu_capability()
+
+
+def _compiled_cpu_capabilities() -> list:
+    """The capabilities the kernels were compiled for (all three with EMBER_CPU_DISPATCH=ON
+    on x86-64; only "default" otherwise)."""
+    return list(_C._compiled_cpu_capabilities())
