@@ -1,8 +1,91 @@
-// Bindings of the DataLoader's hot path: batch gather, collate, prefetch, pinned staging.
+// Bindings of the DataLoader's hot path: batch gather, collate, prefetch, and the
+// shared-memory storage that DataLoader workers hand batches over in.
+#include <optional>
+
+#include "ember/data/crc32c.h"
+#include "ember/data/loader.h"
+#include "ember/data/shared_memory.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
 
-void init_data(py::module_& m) { (void)m; }
+void init_data(py::module_& m) {
+  using namespace ember::data;
+  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  cls.def(
+      "share_memory_",
+      [](py::object self) {
+        share_memory_(self.cast<Tensor>());
+        return self;
+      },
+      "Moves the storage into shared memory (in place; a no-op when already shared). "
+      "See Note [Shared-memory storage].");
+  cls.def(
+      "is_shared", [](const Tensor& t) { return is_shared(t); },
+      "True when the storage is in shared memory.");
+
+  m.def("_data_shared_fd", &shared_fd,
+        "The fd of a shared tensor's storage (owned by the storage).");
+  m.def("_data_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes; });
+  m.def(
+      "_data_from_shared_fd",
+      [](int fd, size_t nbytes, py::handle dtype, py::handle sizes, py::handle strides,
+         int64_t offset) {
+        return from_shared_fd(fd, nbytes, dtype_arg(dtype),
+                              shape_arg(sizes, "_data_from_shared_fd", "sizes"),
+                              shape_arg(strides, "_data_from_shared_fd", "strides"), offset);
+      },
+      "A tensor over a received shared-memory fd (taken over).");
+  m.def("_data_empty_shared", [](py::handle sizes, py::handle dtype) {
+    return empty_shared(shape_arg(sizes, "_data_empty_shared", "sizes"), dtype_arg(dtype));
+  });
+  m.def(
+      "_data_stack",
+      [](const std::vector<Tensor>& ts, bool shared) {
+        py::gil_scoped_release nogil;
+        return stack_batch(ts, shared);
+      },
+      py::arg("tensors"), py::arg("shared") = false);
+  m.def(
+      "_data_gather",
+      [](const std::vector<Tensor>& fields, const Tensor& idx, bool shared) {
+        py::gil_scoped_release nogil;
+        std::vector<Tensor> out;
+        out.reserve(fields.size());
+        for (const Tensor& f : fields) out.push_back(gather_rows(f, idx, shared));
+        return out;
+      },
+      py::arg("fields"), py::arg("indices"), py::arg("shared") = false,
+      "Rows `indices` of each field tensor, one strided gather per field (GIL released).");
+
+  m.def(
+      "_crc32c_masked",
+      [](py::bytes b) {
+        std::string_view v = b;
+        return masked_crc32c(v.data(), v.size());
+      },
+      "TFRecord's masked CRC-32C of some bytes (TensorBoard event files).");
+  m.def("_crc32c", [](py::bytes b) {
+    std::string_view v = b;
+    return crc32c(v.data(), v.size());
+  });
+
+  py::class_<BatchPrefetcher>(m, "_BatchPrefetcher",
+                              "Gathers index batches of tensor fields on a background thread "
+                              "(Note [Batch prefetcher]).")
+      .def(py::init<std::vector<Tensor>, Tensor, int64_t, bool, int64_t>(), py::arg("fields"),
+           py::arg("indices"), py::arg("batch_size"), py::arg("drop_last"), py::arg("depth"))
+      .def("__len__", &BatchPrefetcher::num_batches)
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", [](BatchPrefetcher& p) {
+        std::optional<std::vector<Tensor>> b;
+        {
+          py::gil_scoped_release nogil;
+          b = p.next();
+        }
+        if (!b) throw py::stop_iteration();
+        return py::cast(*b);
+      });
+}
 
 }  // namespace ember::python
