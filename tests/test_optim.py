@@ -862,3 +862,30 @@ def test_warns_nothing_on_plain_use():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("SGD", {"lr": 0.05, "momentum": 0.9}), ("Adam", {"lr": 0.05}), ("AdamW", {"lr": 0.05}),
+    ("Adamax", {"lr": 0.1}), ("NAdam", {"lr": 0.05}), ("RAdam", {"lr": 0.05}),
+    ("RMSprop", {"lr": 0.01}), ("Adagrad", {"lr": 0.5}), ("Adadelta", {"lr": 5.0}),
+])
+def test_trains_least_squares(name, kw):
+    """End to end with autograd: fitting a linear model drives the loss down."""
+    rng = np.random.default_rng(0)
+    X = ember.tensor(rng.standard_normal((64, 5)), dtype=ember.float32)
+    w_true = ember.tensor(rng.standard_normal((5, 1)), dtype=ember.float32)
+    y = X @ w_true
+    w = ember.zeros(5, 1, requires_grad=True)
+    b = ember.zeros(1, requires_grad=True)
+    opt = getattr(optim, name)([w, b], **kw)
+
+    def loss_fn():
+        return ((X @ w + b - y) ** 2).mean()
+
+    first = float(loss_fn())
+    for _ in range(150):
+        opt.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        opt.step()
+    assert float(loss_fn()) < 0.05 * first, (name, first, float(loss_fn()))
