@@ -452,6 +452,10 @@ def test_apply_and_to_empty():
     assert seen == ["Lin", "BN", "Act", "Sequential"]
     net.to_empty(device="cpu")
     assert net.fc.weight.shape == (2, 3)
+    w = net.fc.weight
+    w.grad = ember.ones(2, 3)
+    assert net.share_memory() is net
+    assert net.fc.weight is w and w.is_shared() and w.grad.is_shared() and net.bn.running_mean.is_shared()
 
 
 def test_deepcopy_and_pickle_module():
@@ -590,13 +594,16 @@ def test_backward_hook_when_input_needs_no_grad_and_multiple_inputs():
     out, _ = m(a, b, 3.0)
     out.sum().backward()
     gi, go = seen[0]
-    assert len(gi) == 3 and gi[0] is None and gi[2] is None
+    # as torch: zeros for a tensor input that needs no grad, None for a non-tensor
+    assert len(gi) == 3 and gi[2] is None
+    np.testing.assert_array_equal(gi[0].numpy(), [0.0, 0.0])
     np.testing.assert_allclose(gi[1].numpy(), [3.0, 3.0])
     assert len(go) == 2 and go[1] is None
     seen.clear()
     # no input requires grad: the hook still fires, with grad_input all None
     out, _ = m(a, b.detach(), 3.0)
-    out.sum().backward()
+    with pytest.warns(UserWarning, match="Full backward hook is firing when gradients are computed with respect to module outputs"):
+        out.sum().backward()
     assert seen[0][0] == (None, None, None)
     np.testing.assert_allclose(seen[0][1][0].numpy(), [1.0, 1.0])
 
@@ -824,3 +831,143 @@ def test_module_with_torch_subprocess_reprs_match():
     ml = nn.ModuleList([ReLU(), ReLU(), nn.Sequential(ReLU())])
     mine = repr(pl) + "\n---\n" + repr(ml) + "\n"
     assert mine.replace("ember.", "torch.") == out.stdout
+
+
+# ---- differential check against PyTorch ---------------------------------------------------
+
+_SCENARIO = r'''
+import sys
+from collections import OrderedDict
+if sys.argv[1] == "torch":
+    import torch as T
+    import torch.nn as nn
+else:
+    sys.path.insert(0, sys.argv[2])
+    import ember as T
+    import ember.nn as nn
+
+T.manual_seed(0)
+
+class Lin(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.weight = nn.Parameter(T.zeros(o, i))
+        self.bias = nn.Parameter(T.zeros(o))
+    def forward(self, x):
+        return x @ self.weight.T + self.bias
+
+class BN(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(T.ones(n))
+        self.register_buffer("rm", T.zeros(n))
+        self.register_buffer("tmp", T.zeros(n), persistent=False)
+        self.register_buffer("none", None)
+        self.register_parameter("nop", None)
+    def forward(self, x):
+        return x * self.weight
+
+def show(*a):
+    print(*a)
+
+net = nn.Sequential(OrderedDict(a=Lin(2, 3), b=BN(3), c=nn.ModuleList([Lin(3, 3), BN(3)]), d=nn.ModuleDict({"x": Lin(3, 1)})))
+net.c.append(net.a)
+show([n for n, _ in net.named_parameters()])
+show([n for n, _ in net.named_parameters(remove_duplicate=False)])
+show([n for n, _ in net.named_buffers()])
+show([n for n, _ in net.named_modules()])
+show([n for n, _ in net.named_modules(prefix="root")])
+show(list(net.state_dict().keys()))
+show(sorted(net.state_dict()._metadata.items()))
+show(net)
+sd = net.state_dict()
+sd.pop("b.rm")
+sd["zzz"] = T.zeros(1)
+sd["c.0.weight"] = T.zeros(5, 5)
+try:
+    net.load_state_dict(sd)
+except RuntimeError as e:
+    show(str(e))
+sd["c.0.weight"] = T.zeros(3, 3)
+show(net.load_state_dict(sd, strict=False))
+show(net.load_state_dict(net.state_dict()))
+s = net[1:]
+show(type(s).__name__, list(s._modules))
+del net[0]
+show(list(net._modules))
+ml = nn.ModuleList([BN(1), Lin(1, 1)])
+ml.insert(1, BN(2))
+show(ml)
+del ml[::2]
+show(ml)
+log = []
+m = Lin(2, 2)
+m.register_forward_pre_hook(lambda mod, a: log.append("pre1"))
+m.register_forward_pre_hook(lambda mod, a: log.append("pre0"), prepend=True)
+m.register_forward_hook(lambda mod, a, o: log.append(("fwd", len(a))))
+m.register_forward_hook(lambda mod, a, k, o: log.append(("fwdkw", sorted(k))), with_kwargs=True)
+m(T.ones(1, 2))
+show(log)
+pl = nn.ParameterList([T.zeros(2), nn.Parameter(T.ones(3))])
+show(pl, [n for n, _ in pl.named_parameters()])
+pd = nn.ParameterDict({"b": T.zeros(1), "a": T.zeros(2)})
+show(pd, list(pd.keys()))
+for bad in (lambda: setattr(m, "weight", 1), lambda: setattr(net, "b", 2), lambda: m.register_buffer("weight", T.zeros(1)),
+            lambda: m.add_module("bias", nn.Module()), lambda: m.get_submodule("q"), lambda: net.get_parameter("1.rm"),
+            lambda: getattr(m, "q"), lambda: nn.Sequential()[0], lambda: nn.ModuleList()[2],
+            lambda: m.register_parameter("x", T.zeros(1)), lambda: m.train(1)):
+    try:
+        bad()
+    except Exception as e:
+        show(type(e).__name__, str(e))
+show([k for k in sorted(dir(m)) if not k.startswith("_") and k != "compile"][:14])
+show(nn.Module().extra_repr() == "", repr(nn.Sequential()), repr(nn.ModuleDict()))
+m = Lin(2, 2)
+with T.no_grad():
+    m.weight.copy_(T.tensor([[1.0, 2.0], [3.0, 4.0]]))
+x = T.tensor([[1.0, -1.0]], requires_grad=True)
+rec = []
+m.register_full_backward_pre_hook(lambda mod, go: rec.append(("pre", [g.tolist() for g in go])))
+m.register_full_backward_hook(lambda mod, gi, go: rec.append(("bw", [None if g is None else g.tolist() for g in gi], [g.tolist() for g in go])))
+(m(x) * T.tensor([[1.0, 2.0]])).sum().backward()
+show(rec, x.grad.tolist())
+rec.clear()
+m(x.detach()).sum().backward()
+show(rec)
+
+class Two(nn.Module):
+    def forward(self, a, b, k):
+        return a * b * k, a.detach() * 2, 3
+two = Two()
+rec2 = []
+two.register_full_backward_hook(lambda mod, gi, go: rec2.append(([None if g is None else g.tolist() for g in gi], [None if g is None else g.tolist() for g in go])))
+a = T.tensor([1.0, 2.0], requires_grad=True)
+b = T.tensor([3.0, 4.0])
+o1, o2, o3 = two(a, b, 2.0)
+o1.sum().backward()
+show(rec2, a.grad.tolist())
+'''
+
+
+def test_same_behaviour_as_torch(tmp_path):
+    """One script of registration, iteration, state_dict, error messages, reprs and
+    hooks (backward hooks included) runs under PyTorch and under ember; the outputs,
+    with ember. spelled torch., must be identical."""
+    import os
+    import subprocess
+    import sys
+    torch_py = "/work/torchvenv/bin/python"
+    if not os.path.exists(torch_py):
+        pytest.skip("PyTorch not installed")
+    script = tmp_path / "scenario.py"
+    script.write_text(_SCENARIO)
+    try:
+        ref = subprocess.run([torch_py, str(script), "torch"], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.skip("PyTorch too slow to start")
+    if ref.returncode != 0 or "Traceback" in ref.stderr:
+        pytest.skip("PyTorch failed to run the scenario")
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+    mine = subprocess.run([sys.executable, str(script), "ember", pkg], capture_output=True, text=True, timeout=300)
+    assert mine.returncode == 0, mine.stderr
+    assert (mine.stdout + mine.stderr).replace("ember.", "torch.") == ref.stdout + ref.stderr

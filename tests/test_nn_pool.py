@@ -227,3 +227,33 @@ def test_pool_errors():
         F.avg_pool2d(ember.zeros(1, 1, 4, 4), 2, divisor_override=0)
     with pytest.raises(ValueError, match="output_size"):
         F.adaptive_avg_pool2d(ember.zeros(1, 1, 4, 4), (1, 2, 3))
+
+
+def test_pool_modules(device, rng):
+    import ember.nn as nn
+    x = t(rng.standard_normal((2, 3, 8, 7)), device)
+    m = nn.MaxPool2d(2)
+    assert repr(m) == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
+    np.testing.assert_array_equal(m(x).numpy(), F.max_pool2d(x, 2).numpy())
+    out, idx = nn.MaxPool2d(3, 2, 1, return_indices=True, ceil_mode=True)(x)
+    np.testing.assert_array_equal(idx.numpy(), F.max_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                                            return_indices=True)[1].numpy())
+    np.testing.assert_array_equal(nn.MaxUnpool2d(3, 2, 1)(out, idx, output_size=x.shape).numpy(),
+                                  F.max_unpool2d(out, idx, 3, 2, 1, output_size=x.shape).numpy())
+    a = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False, divisor_override=None)
+    assert repr(a) == "AvgPool2d(kernel_size=3, stride=2, padding=1)"
+    np.testing.assert_allclose(a(x).numpy(), F.avg_pool2d(x, 3, 2, 1,
+                                                          count_include_pad=False).numpy())
+    assert repr(nn.AdaptiveAvgPool2d((1, 1))) == "AdaptiveAvgPool2d(output_size=(1, 1))"
+    assert nn.AdaptiveAvgPool2d((None, 2))(x).shape == (2, 3, 8, 2)
+    o, i = nn.AdaptiveMaxPool2d(3, return_indices=True)(x)
+    assert o.shape == i.shape == (2, 3, 3, 3)
+    y = t(rng.standard_normal((2, 3, 10)), device)
+    assert nn.MaxPool1d(3, stride=2)(y).shape == (2, 3, 4)
+    assert repr(nn.AvgPool1d(3)) == "AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))"
+    assert nn.AvgPool1d(3)(y).shape == (2, 3, 3)
+    assert nn.AdaptiveAvgPool1d(4)(y).shape == (2, 3, 4)
+    assert nn.AdaptiveMaxPool1d(4)(y).shape == (2, 3, 4)
+    o1, i1 = nn.MaxPool1d(2, return_indices=True)(y)
+    assert nn.MaxUnpool1d(2)(o1, i1).shape == (2, 3, 10)
+    assert list(nn.MaxPool2d(2).parameters()) == []

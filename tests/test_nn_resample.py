@@ -285,3 +285,38 @@ def test_matches_pytorch(tmp_path, rng):
         else:
             got = getattr(F, name)(t(x), **kw).numpy()
         np.testing.assert_allclose(got, ref[str(i)], atol=1e-10, err_msg=f"{name} {kw}")
+
+
+# ---- modules -----------------------------------------------------------------------------------
+
+def test_resample_modules(device, rng):
+    import ember.nn as nn
+    x = t(rng.standard_normal((1, 4, 3, 4)), device)
+    up = nn.Upsample(scale_factor=2)
+    assert repr(up) == "Upsample(scale_factor=2.0, mode='nearest')"
+    np.testing.assert_array_equal(up(x).numpy(), F.interpolate(x, scale_factor=2).numpy())
+    assert repr(nn.Upsample(size=(5, 5), mode="bilinear")) == "Upsample(size=(5, 5), mode='bilinear')"
+    np.testing.assert_allclose(nn.UpsamplingBilinear2d(size=(5, 7))(x).numpy(),
+                               F.interpolate(x, size=(5, 7), mode="bilinear",
+                                             align_corners=True).numpy())
+    np.testing.assert_array_equal(nn.UpsamplingNearest2d(scale_factor=3)(x).numpy(),
+                                  F.interpolate(x, scale_factor=3).numpy())
+    u = nn.Unfold(kernel_size=2, padding=1)
+    assert repr(u) == "Unfold(kernel_size=2, dilation=1, padding=1, stride=1)"
+    cols = u(x)
+    assert nn.Fold((3, 4), 2, padding=1)(cols).shape == (1, 4, 3, 4)
+    assert nn.PixelShuffle(2)(x).shape == (1, 1, 6, 8)
+    assert nn.PixelUnshuffle(2)(nn.PixelShuffle(2)(x)).shape == x.shape
+    np.testing.assert_array_equal(nn.ReflectionPad2d((1, 2, 0, 1))(x).numpy(),
+                                  np.pad(x.numpy(), [(0, 0), (0, 0), (0, 1), (1, 2)], "reflect"))
+    np.testing.assert_array_equal(nn.ReplicationPad1d(2)(x[0]).numpy(),
+                                  np.pad(x.numpy()[0], [(0, 0), (0, 0), (2, 2)], "edge"))
+    np.testing.assert_array_equal(nn.CircularPad2d(1)(x).numpy(),
+                                  np.pad(x.numpy(), [(0, 0), (0, 0), (1, 1), (1, 1)], "wrap"))
+    np.testing.assert_array_equal(nn.ZeroPad2d((1, 0, 2, 0))(x).numpy(),
+                                  np.pad(x.numpy(), [(0, 0), (0, 0), (2, 0), (1, 0)]))
+    c3 = nn.ConstantPad3d(1, 3.5)
+    assert repr(c3) == "ConstantPad3d(padding=(1, 1, 1, 1, 1, 1), value=3.5)"
+    assert c3(x).shape == (1, 6, 5, 6)
+    with pytest.raises(ValueError, match="expected padding to be an int or a tuple of 4"):
+        nn.ZeroPad2d((1, 2, 3))

@@ -27,7 +27,7 @@ DispatchStub<ConvLayoutKernel> conv_layout_stub("convolution");
 // transposes run on the thread pool. Chunks keep cols under kColsBudget bytes.
 namespace {
 
-constexpr int64_t kColsBudget = int64_t(64) << 20;
+constexpr int64_t kColsBudget = int64_t(2) << 20;
 
 // A contiguous 2-d view [rows, cols] of a contiguous buffer at a row offset.
 Tensor rows_view(const Tensor& buf, int64_t row0, int64_t nrows, int64_t ncols) {
@@ -103,11 +103,18 @@ Tensor conv_forward_raw(const Tensor& x, const Tensor& w, const Tensor& bias, co
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nb = std::min(chunk, N - n0);
     Tensor cols = cols_for(xc, n0, nb, s);
-    Tensor res = empty(Shape{Co, nb * L}, x.dtype(), x.device());
+    // One image: [Co, L] is already its NCL layout, so the GEMM writes y directly
+    // (onto the broadcast bias, beta = 1). Several: a [Co, nb*L] result, then one move.
+    const bool direct = nb == 1;
+    Tensor res = direct ? rows_view(batch_view(y, n0, 1), 0, Co, L)
+                        : empty(Shape{Co, nb * L}, x.dtype(), x.device());
+    if (direct && bias.defined()) copy_(res, expand(view(bias, Shape{Co, 1}), Shape{Co, L}));
+    const double beta = direct && bias.defined() ? 1.0 : 0.0;
     for (int64_t gi = 0; gi < G; ++gi)
       gemm(rows_view(res, gi * Cog, Cog, nb * L), rows_view(wc, gi * Cog, Cog, Kg),
-           rows_view(cols, gi * Kg, Kg, nb * L), 0.0);
-    conv_layout_stub.get(x.device())(batch_view(y, n0, nb), res, bias, nb, Co, L, false);
+           rows_view(cols, gi * Kg, Kg, nb * L), beta);
+    if (!direct)
+      conv_layout_stub.get(x.device())(batch_view(y, n0, nb), res, bias, nb, Co, L, false);
   }
   return y;
 }

@@ -6,6 +6,7 @@ are ember's C++ samplers (``Tensor.uniform_`` / ``normal_``), with an optional
 """
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
 
@@ -112,7 +113,7 @@ def _erfinv(y):
     for _ in range(2):
         step = (_C.erf(x) - y) / (two_over_sqrt_pi * _C.exp(-x * x))
         x = _E.where(finite & _C.isfinite(step), x - step, x)
-    return x
+    return _E.where(y.abs() == 1.0, y * math.inf, x)  # erfinv(+-1) = +-inf
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
@@ -225,29 +226,59 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, std, generator)
 
 
-def _householder_qr(a):
-    """Reduced QR of a float64 (m, n) matrix, m >= n, by Householder reflections
-    (one rank-1 update of R and of Q per column). Used when ember.linalg has no qr."""
+def _householder_qr(a, block=32, return_reflectors=False):
+    """Reduced QR of an (m, n) matrix, m >= n, by blocked Householder reflections: each
+    panel of ``block`` columns is factored column by column, then applied to the rest of
+    R and accumulated into Q as one block reflector I - V T V^T (GEMMs). Used because
+    ember.linalg has no qr. ``return_reflectors``: also the (m, n) matrix whose column j
+    holds the unit reflector of step j in rows j.. (zero for a skipped zero column)."""
     m, n = a.shape
+    refl = _C.zeros((m, n), dtype=a.dtype, device=a.device) if return_reflectors else None
     r = a.clone()
     q = _C.eye(m, dtype=a.dtype, device=a.device)
-    for k in range(n):
-        x = r[k:, k]
-        norm_x = x.norm().item()
-        if norm_x == 0.0:
-            continue
-        x0 = x[0].item()
-        alpha = -norm_x if x0 >= 0 else norm_x
-        v = x.clone()
-        v[0] = x0 - alpha
-        v = v / v.norm()
-        r[k:, :] = r[k:, :] - 2.0 * _C.outer(v, v @ r[k:, :])
-        q[:, k:] = q[:, k:] - 2.0 * _C.outer(q[:, k:] @ v, v)
+    for k in range(0, n, block):
+        b = min(block, n - k)
+        panel = r[k:, k:k + b].contiguous()
+        vs = _C.zeros((m - k, b), dtype=a.dtype, device=a.device)
+        taus = []
+        for j in range(b):
+            x = panel[j:, j]
+            norm_x = x.norm().item()
+            if norm_x == 0.0:
+                taus.append(0.0)
+                continue
+            x0 = x[0].item()
+            alpha = -norm_x if x0 >= 0 else norm_x
+            v = x.clone()
+            v[0] = x0 - alpha
+            v = v / v.norm()
+            vs[j:, j] = v
+            taus.append(2.0)
+            panel[j:, j:] -= 2.0 * (v.unsqueeze(1) @ (v.unsqueeze(0) @ panel[j:, j:]))
+        r[k:, k:k + b] = panel
+        if refl is not None:
+            refl[k:, k:k + b] = vs
+        # H_1 ... H_b = I - V T V^T with T upper triangular (the compact WY form).
+        t = _C.zeros((b, b), dtype=a.dtype, device=a.device)
+        vt = vs.t().contiguous()
+        vtv = vt @ vs
+        for j in range(b):
+            t[j, j] = taus[j]
+            if j and taus[j]:
+                t[:j, j] = -taus[j] * (t[:j, :j] @ vtv[:j, j])
+        if k + b < n:
+            trail = r[k:, k + b:]
+            r[k:, k + b:] = trail - vs @ (t.t() @ (vt @ trail))
+        qk = q[:, k:]
+        q[:, k:] = qk - ((qk @ vs) @ t) @ vt
+    if refl is not None:
+        return q[:, :n], r[:n, :], refl
     return q[:, :n], r[:n, :]
 
 
 def _qr(a):
-    from .. import linalg
+    # ember.linalg the Python module (the package attribute can be _C's linalg submodule)
+    linalg = importlib.import_module("ember.linalg")
     qr = getattr(linalg, "qr", None)
     return tuple(qr(a)) if qr is not None else _householder_qr(a)
 
@@ -262,7 +293,9 @@ def orthogonal_(tensor, gain=1, generator=None):
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     with no_grad():
-        flattened = _C.empty((rows, cols), dtype=_C.float64, device=tensor.device)
+        # QR in float32 (float64 for float64 tensors), as torch works in the tensor's dtype.
+        work = _C.float64 if tensor.dtype == _C.float64 else _C.float32
+        flattened = _C.empty((rows, cols), dtype=work, device=tensor.device)
         flattened.normal_(0, 1, **_rng(generator))
         if rows < cols:
             flattened = flattened.t()
@@ -292,6 +325,27 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
             zero_rows = keys.argsort(dim=0)[:num_zeros]
             tensor.scatter_(0, zero_rows, 0.0)
     return tensor
+
+
+# torch's private helpers, which some libraries call directly (timm: _no_grad_trunc_normal_).
+def _no_grad_uniform_(tensor, a, b, generator=None):
+    return uniform_(tensor, a, b, generator)
+
+
+def _no_grad_normal_(tensor, mean, std, generator=None):
+    return normal_(tensor, mean, std, generator)
+
+
+def _no_grad_trunc_normal_(tensor, mean, std, a, b, generator=None):
+    return trunc_normal_(tensor, mean, std, a, b, generator)
+
+
+def _no_grad_fill_(tensor, val):
+    return constant_(tensor, val)
+
+
+def _no_grad_zero_(tensor):
+    return zeros_(tensor)
 
 
 def _make_deprecate(meth):

@@ -1,6 +1,7 @@
 """Hook handles and the module backward-hook machinery, as torch.utils.hooks."""
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections import OrderedDict
 
@@ -79,18 +80,24 @@ def _hook_function():
         grad_fn hooks it carries, in one place)."""
 
         @staticmethod
-        def forward(ctx, callback, *args):
+        def forward(ctx, callback, materialize, *args):
             ctx.callback = callback
-            ctx.needs = [a.requires_grad for a in args]
-            ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+            # The input side sees zeros for gradients that did not arrive (as the hooks on
+            # torch's node do, after materialization); the output side sees None.
+            ctx.zeros_for = [(a.shape, a.dtype, a.device) for a in args] if materialize else None
+            # New views (not the inputs themselves), so the ones whose input needs no grad
+            # can be marked non-differentiable: no gradient flows into them, as in torch.
+            outs = tuple(a.view_as(a) for a in args)
+            ctx.mark_non_differentiable(*[o for o, a in zip(outs, args) if not a.requires_grad])
             ctx.set_materialize_grads(False)
-            return args
+            return outs
 
         @staticmethod
         def backward(ctx, *grads):
-            # Tensors that needed no gradient get None, as torch's non-differentiable outputs.
-            grads = tuple(g if need else None for g, need in zip(grads, ctx.needs))
-            return (None,) + tuple(ctx.callback(grads))
+            if ctx.zeros_for is not None:
+                grads = tuple(_C.zeros(shape, dtype=dtype, device=device) if g is None else g
+                              for g, (shape, dtype, device) in zip(grads, ctx.zeros_for))
+            return (None, None) + tuple(ctx.callback(grads))
 
     return BackwardHookFunction
 
@@ -98,11 +105,11 @@ def _hook_function():
 _BackwardHookFunction = None
 
 
-def _apply_hook_function(callback, tensors):
+def _apply_hook_function(callback, materialize, tensors):
     global _BackwardHookFunction
     if _BackwardHookFunction is None:
         _BackwardHookFunction = _hook_function()
-    out = _BackwardHookFunction.apply(callback, *tensors)
+    out = _BackwardHookFunction.apply(callback, materialize, *tensors)
     return out if isinstance(out, tuple) else (out,)
 
 
@@ -157,6 +164,10 @@ class BackwardHook:
                 self.grad_outputs = hook_grad_outputs
         local_grad_outputs = self.grad_outputs
         if self.input_tensors_index is None:
+            warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                          "outputs since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=6)
             grad_inputs = _pack_with_none([], [], self.n_inputs)
             for user_hook in self.user_hooks:
                 res = user_hook(self.module, grad_inputs, self.grad_outputs)
@@ -166,7 +177,7 @@ class BackwardHook:
             self.grad_outputs = None
         return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
 
-    def _apply_on_tensors(self, callback, args):
+    def _apply_on_tensors(self, callback, args, materialize):
         tensors_idx = []
         tensors = []
         requires_grad = False
@@ -177,7 +188,7 @@ class BackwardHook:
                 requires_grad |= arg.requires_grad
         if not (requires_grad and _C.is_grad_enabled()):
             return args, None
-        new_tensors = _apply_hook_function(callback, tensors)
+        new_tensors = _apply_hook_function(callback, materialize, tensors)
         if len(new_tensors) == 0:
             raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
         arg_list = list(args)
@@ -190,7 +201,7 @@ class BackwardHook:
         return out, tensors_idx
 
     def setup_input_hook(self, args):
-        res, input_idx = self._apply_on_tensors(self._input_callback, args)
+        res, input_idx = self._apply_on_tensors(self._input_callback, args, True)
         self.n_inputs = len(args)
         self.input_tensors_index = input_idx
         return res
@@ -200,7 +211,7 @@ class BackwardHook:
         if not isinstance(args, tuple):
             args = (args,)
             is_tuple = False
-        res, output_idx = self._apply_on_tensors(self._output_callback, args)
+        res, output_idx = self._apply_on_tensors(self._output_callback, args, False)
         self.n_outputs = len(args)
         self.output_tensors_index = output_idx
         if not is_tuple:

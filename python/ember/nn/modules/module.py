@@ -11,6 +11,7 @@ import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from ... import _C
 from ...utils.hooks import BackwardHook, RemovableHandle
@@ -115,6 +116,7 @@ class Module:
 
     dump_patches = False
     _version = 1
+    T_destination = TypeVar("T_destination", bound=dict[str, Any])
     training: bool
     call_super_init = False
 
@@ -158,8 +160,6 @@ class Module:
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(ember Tensor or None required)")
         else:
-            if isinstance(tensor, Buffer):
-                persistent = tensor.persistent
             self._buffers[name] = tensor
             if persistent:
                 self._non_persistent_buffers_set.discard(name)
@@ -559,9 +559,6 @@ class Module:
                                         "(ember.nn.Buffer, ember.Tensor or None expected)")
                     if isinstance(value, Buffer):
                         persistent = value.persistent
-                        if buffers is None:
-                            raise AttributeError("cannot assign buffer before Module.__init__() call")
-                        remove_from(self.__dict__, self._parameters, self._modules)
                     else:
                         persistent = name not in self._non_persistent_buffers_set
                     self.register_buffer(name, value, persistent)
@@ -894,8 +891,8 @@ class Module:
                     g.zero_()
 
     def share_memory(self):
-        """No-op here: ember's CPU tensors are not moved to shared memory."""
-        return self
+        """Moves every parameter and buffer (and gradient) to shared memory, in place."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ---- printing ----------------------------------------------------------------------
 
