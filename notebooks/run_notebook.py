@@ -1,72 +1,62 @@
-"""Runs the code cells of a Jupyter notebook in order, without Jupyter.
+"""Executes Jupyter notebooks with Jupyter's own machinery (nbclient + ipykernel).
 
-    python3 notebooks/run_notebook.py notebooks/01_tensors.ipynb [more.ipynb ...]
+    python notebooks/run_notebook.py notebooks/01_tensors.ipynb [more.ipynb ...]
+    python notebooks/run_notebook.py --quick notebooks/*.ipynb     # small data slices
 
-All cells of one notebook share one namespace, as in a kernel. Each cell's
-printed output appears under a ``[n]`` marker, and a cell ending in an
-expression shows that expression's repr, as Jupyter does. The first failing
-cell stops the run with its traceback and exit status 1. IPython magics
-(``%...``, ``!...``) are not supported: notebooks here are plain Python.
+Each notebook runs in a fresh ``python3`` kernel whose working directory is the
+notebook's folder, with matplotlib's Agg backend. The first failing cell stops
+that notebook: its traceback is printed and the exit status is 1. With
+``--inplace`` the executed notebook (outputs included) is written back.
+``--quick`` sets ``EMBER_NOTEBOOK_TEST=1``, which the chapters read to shrink
+their epochs and data, as the test suite does.
 """
 from __future__ import annotations
 
-import ast
-import json
+import argparse
+import os
 import sys
-import traceback
 from pathlib import Path
 
 
-def code_cells(path: Path) -> list[str]:
-    """The source of every code cell of the notebook at `path`, in order."""
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    if nb.get("nbformat") != 4:
-        raise ValueError(f"{path}: expected an nbformat 4 notebook, got {nb.get('nbformat')!r}")
-    cells = []
-    for cell in nb["cells"]:
-        if cell.get("cell_type") == "code":
-            src = cell["source"]
-            cells.append(src if isinstance(src, str) else "".join(src))
-    return cells
+def execute(path: str | Path, *, timeout: int = 900, inplace: bool = False):
+    """Runs every cell of the notebook at ``path`` in a new kernel; returns the
+    executed notebook. Raises ``nbclient.exceptions.CellExecutionError`` on the
+    first failing cell."""
+    import nbformat
+    from nbclient import NotebookClient
 
-
-def run_cell(source: str, namespace: dict, name: str) -> None:
-    """Executes one cell; echoes the value of a trailing expression."""
-    tree = ast.parse(source, filename=name)
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, name, "exec"), namespace)
-    if last is not None:
-        value = eval(compile(last, name, "eval"), namespace)
-        if value is not None:
-            print(repr(value))
-
-
-def run_notebook(path: str | Path) -> None:
-    """Runs every code cell of `path` in one fresh namespace; raises on the first error."""
     path = Path(path)
-    namespace = {"__name__": "__main__", "__file__": str(path)}
-    for i, source in enumerate(code_cells(path), 1):
-        print(f"[{i}]")
-        run_cell(source, namespace, f"<{path.name} cell {i}>")
-        sys.stdout.flush()
+    nb = nbformat.read(path, as_version=4)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    if inplace:
+        nbformat.write(nb, path)
+    return nb
 
 
-def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    for p in argv:
-        print(f"=== {p}")
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("notebooks", nargs="+")
+    p.add_argument("--quick", action="store_true", help="small data slices (EMBER_NOTEBOOK_TEST=1)")
+    p.add_argument("--inplace", action="store_true", help="write the outputs back")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
+    args = p.parse_args(argv)
+    if args.quick:
+        os.environ["EMBER_NOTEBOOK_TEST"] = "1"
+    from nbclient.exceptions import CellExecutionError
+
+    status = 0
+    for name in args.notebooks:
         try:
-            run_notebook(p)
-        except Exception:
-            traceback.print_exc()
-            print(f"=== {p}: FAILED", file=sys.stderr)
-            return 1
-    return 0
+            execute(name, timeout=args.timeout, inplace=args.inplace)
+            print(f"ok      {name}")
+        except CellExecutionError as e:
+            print(f"FAILED  {name}\n{e}", file=sys.stderr)
+            status = 1
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -22,6 +22,7 @@ from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, ...
 from ._storage import strided, layout  # noqa: E402,F401  (Tensor.storage(), .layout)
 from . import cuda, version  # noqa: E402,F401
 from . import autograd, linalg, testing  # noqa: E402,F401
+from . import backends  # noqa: E402,F401  (ember.backends.cpu.get_cpu_capability)
 from .autograd.grad_mode import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from numbers import Number
 
+import weakref
+
 import numpy as np
 
 from . import _C, _tensor_str
@@ -90,17 +92,44 @@ def _copy(self):
 
 
 def _deepcopy(self, memo):
+    """A deep copy; views of one storage copied together stay views of one new storage
+    (the storage is memoized), as in PyTorch."""
     if id(self) in memo:
         return memo[id(self)]
-    result = self.clone()
+    if self.numel() == 0:
+        result = self.clone()
+    else:
+        skey = ("ember.storage", self._storage_ptr(), str(self.dtype), str(self.device))
+        if skey not in memo:
+            with _C._no_grad_guard() if hasattr(_C, "_no_grad_guard") else _nullcontext():
+                memo[skey] = self.detach()._storage_view(False).clone()
+            memo.setdefault(id(memo), []).append(self)  # keep the key's storage alive
+        result = memo[skey].as_strided(tuple(self.shape), self.stride(), self.storage_offset())
     if getattr(self, "requires_grad", False) and hasattr(result, "requires_grad_"):
-        result.requires_grad_(True)
+        result = result.detach().requires_grad_(True)
+    if type(self) is not _C.Tensor and type(result) is _C.Tensor:
+        result = _as_subclass(result, type(self))
     memo[id(self)] = result
     return result
 
 
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _as_subclass(t, cls):
+    try:
+        return t.as_subclass(cls)
+    except (AttributeError, TypeError):
+        return t
+
+
 # Pickled tensors carry raw little-endian bytes plus dtype/shape/device names:
-# unpickling calls only _rebuild_tensor, never arbitrary code of ours.
+# unpickling calls only _rebuild_tensor / _rebuild_view, never arbitrary code of ours.
 def _raw_numpy(t):
     """A C-contiguous CPU NumPy array over `t`'s elements (bfloat16 as its int16 bits)."""
     c = t.detach() if hasattr(t, "detach") else t  # autograd state is not data
@@ -125,11 +154,45 @@ def _rebuild_tensor(data, dtype_name, shape, device, requires_grad=False):
     return t
 
 
+class _PickledStorage:
+    """One storage in a pickle. ``pickle`` memoizes objects by identity, so every tensor of
+    one dump that lives on the same storage refers to the same ``_PickledStorage`` (kept in a
+    weak cache while the dump holds it) and the storage is written and rebuilt once."""
+
+    __slots__ = ("flat", "__weakref__")
+
+    def __init__(self, flat):
+        self.flat = flat
+
+    def __reduce__(self):
+        dtype_name = str(self.flat.dtype).split(".")[-1]
+        return (_rebuild_tensor, (_raw_numpy(self.flat).tobytes(), dtype_name,
+                                  (self.flat.numel(),), str(self.flat.device)))
+
+
+_pickled_storages = weakref.WeakValueDictionary()
+
+
+def _rebuild_view(flat, shape, stride, offset, requires_grad=False):
+    t = flat.as_strided(shape, stride, offset)
+    if requires_grad:
+        t = t.detach().requires_grad_(True)
+    return t
+
+
 def _reduce_ex(self, protocol):
-    arr = _raw_numpy(self)
     dtype_name = str(self.dtype).split(".")[-1]
-    return (_rebuild_tensor, (arr.tobytes(), dtype_name, tuple(self.shape), str(self.device),
-                              bool(getattr(self, "requires_grad", False))))
+    requires_grad = bool(getattr(self, "requires_grad", False))
+    if self.numel() == 0:
+        return (_rebuild_tensor, (b"", dtype_name, tuple(self.shape), str(self.device),
+                                  requires_grad))
+    skey = (self._storage_ptr(), dtype_name, str(self.device))
+    storage = _pickled_storages.get(skey)
+    if storage is None:
+        storage = _PickledStorage(self.detach()._storage_view(False))
+        _pickled_storages[skey] = storage
+    return (_rebuild_view, (storage, tuple(self.shape), self.stride(), self.storage_offset(),
+                            requires_grad))
 
 
 # ---- NumPy protocols ---------------------------------------------------------------------

@@ -69,10 +69,15 @@ class _NotRepresentable(Exception):
 class _Encoder:
     """Turns an object into tagged JSON plus a list of (name, tensor)."""
 
-    def __init__(self):
+    def __init__(self, shared_keys=()):
         self.tensors = []
         self.names = set()
         self.seen = {}  # id(tensor) -> its structure entry: one tensor saved twice loads as one
+        # Note [Shared storages]: tensors that share a storage with another saved tensor are
+        # written as one flat copy of the storage plus (offset, shape, stride) per view, so
+        # they load sharing memory again, as torch.load gives back.
+        self.shared_keys = set(shared_keys)
+        self.storages = {}  # storage key -> name of its flat tensor
 
     def name_for(self, path):
         base = ".".join(path) or "tensor"
@@ -90,9 +95,18 @@ class _Encoder:
                 raise _NotRepresentable("tensors as dict keys")
             if id(x) in self.seen:
                 return self.seen[id(x)]
-            name = self.name_for(path)
-            self.tensors.append((name, x))
-            entry = {"tensor": name, "device": str(x.device)}
+            skey = _storage_key(x)
+            if skey in self.shared_keys:
+                if skey not in self.storages:
+                    self.storages[skey] = self.name_for(path + ["storage"])
+                    self.tensors.append((self.storages[skey], x._storage_view(False)))
+                entry = {"view": self.storages[skey], "device": str(x.device),
+                         "offset": x.storage_offset(), "shape": list(x.shape),
+                         "stride": list(x.stride())}
+            else:
+                name = self.name_for(path)
+                self.tensors.append((name, x))
+                entry = {"tensor": name, "device": str(x.device)}
             if x.requires_grad:
                 entry["requires_grad"] = True  # loads as a leaf that requires grad, as torch
             self.seen[id(x)] = entry
@@ -118,6 +132,37 @@ class _Encoder:
         raise _NotRepresentable(f"objects of type {type(x).__name__}")
 
 
+def _storage_key(t):
+    return (t._storage_ptr(), str(t.dtype), str(t.device))
+
+
+def _walk_tensors(x, depth=0):
+    """The tensors inside the containers ``save`` can describe (for Note [Shared storages])."""
+    if depth > MAX_NESTING:
+        return
+    if isinstance(x, _C.Tensor):
+        yield x
+    elif type(x) in (list, tuple):
+        for v in x:
+            yield from _walk_tensors(v, depth + 1)
+    elif type(x) in (dict, collections.OrderedDict):
+        for v in x.values():
+            yield from _walk_tensors(v, depth + 1)
+
+
+def _shared_storage_keys(obj):
+    """Keys of the storages that two or more distinct saved tensors live on."""
+    first, shared = {}, set()
+    for t in _walk_tensors(obj):
+        if t.numel() == 0:
+            continue
+        k = _storage_key(t)
+        if k in first and first[k] is not t:
+            shared.add(k)
+        first.setdefault(k, t)
+    return shared
+
+
 def _open_for(f, mode):
     if isinstance(f, (str, os.PathLike)):
         return open(os.fspath(f), mode), True
@@ -136,7 +181,7 @@ def save(obj, f, pickle_protocol=2):
     format cannot hold (arbitrary classes) are pickled; such files then load only with
     ``ember.load(f, weights_only=False)``.
     """
-    enc = _Encoder()
+    enc = _Encoder(_shared_storage_keys(obj))
     try:
         structure = enc.encode(obj, [])
     except _NotRepresentable:
@@ -330,6 +375,8 @@ def _decode(x, tensors, restore, depth=0, memo=None):
                 t = t.detach().requires_grad_(True)
             memo[name] = t
         return memo[name]
+    if set(x) - {"requires_grad"} == {"view", "device", "offset", "shape", "stride"}:
+        return _decode_view(x, tensors, restore, memo)
     if len(x) != 1:
         raise _bad(f"unexpected object with keys {sorted(x)} in the structure")
     (tag, v), = x.items()
@@ -356,6 +403,36 @@ def _decode(x, tensors, restore, depth=0, memo=None):
             out[k] = _decode(pair[1], tensors, restore, depth + 1, memo)
         return out
     raise _bad(f"unknown tag {tag!r} in the structure")
+
+
+def _decode_view(x, tensors, restore, memo):
+    """A tensor saved as a view of a shared storage (Note [Shared storages])."""
+    name = x["view"]
+    if not isinstance(name, str) or name not in tensors or tensors[name].dim() != 1:
+        raise _bad(f"a view refers to a storage {name!r} the header does not describe as 1-D")
+    if not isinstance(x["device"], str):
+        raise _bad(f"storage '{name}': device must be a string")
+    shape, stride, offset = x["shape"], x["stride"], x["offset"]
+    if not (isinstance(shape, list) and isinstance(stride, list) and len(shape) == len(stride)
+            and len(shape) <= 64 and all(_is_int(v) and v >= 0 for v in shape + stride + [offset])):
+        raise _bad(f"a view of '{name}' has an invalid shape/stride/offset {shape}/{stride}/{offset}")
+    extent = offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel and extent > tensors[name].numel():
+        raise _bad(f"a view of '{name}' (shape {shape}, stride {stride}, offset {offset}) reaches "
+                   f"element {extent - 1} of a storage of {tensors[name].numel()} elements")
+    key = ("storage", name, x["device"])
+    if key not in memo:
+        memo[key] = restore(tensors[name], x["device"])
+    t = memo[key].as_strided(shape, stride, offset) if numel else memo[key].new_empty(shape)
+    requires_grad = x.get("requires_grad", False)
+    if requires_grad is not False:
+        if requires_grad is not True or not t.is_floating_point():
+            raise _bad(f"a view of '{name}': requires_grad must be true, and only for floating tensors")
+        t = t.detach().requires_grad_(True)
+    return t
 
 
 class _Restorer:

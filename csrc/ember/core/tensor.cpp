@@ -98,7 +98,11 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t s = 1;
   for (int64_t i = int64_t(sizes.size()) - 1; i >= 0; --i) {
     st[i] = s;
-    s *= sizes[i] > 1 ? sizes[i] : 1;
+    // An empty tensor's strides can exceed int64 ([0, 2**62, 2**20]): raise as
+    // PyTorch does rather than overflow. The product past dim 0 is never used.
+    if (i > 0)
+      EMBER_CHECK(!__builtin_mul_overflow(s, sizes[i] > 1 ? sizes[i] : 1, &s),
+                  "Stride calculation overflowed for a tensor of shape ", shape_str(sizes));
   }
   return st;
 }

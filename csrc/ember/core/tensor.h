@@ -99,8 +99,14 @@ class Tensor {
   int64_t element_size() const { return ::ember::element_size(impl_->dtype); }
   const Storage& storage() const { return impl_->storage; }
   /// Address of element [0, ..., 0].
+  /// An empty tensor's offset is unchecked (as_strided((0,), (1,), 2**63 - 1)), so its
+  /// address is computed in wrapping integer arithmetic: never dereferenced, never UB.
   char* data_ptr() const {
-    return static_cast<char*>(impl_->storage->data.ptr) + impl_->offset * element_size();
+    char* base = static_cast<char*>(impl_->storage->data.ptr);
+    if (impl_->numel == 0)
+      return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) +
+                                     uint64_t(impl_->offset) * uint64_t(element_size()));
+    return base + impl_->offset * element_size();
   }
   template <typename T> T* data() const { return reinterpret_cast<T*>(data_ptr()); }
   bool is_contiguous() const;

@@ -22,12 +22,32 @@ template <typename T> EMBER_F bool is_nan(T x) {
   if constexpr (std::is_floating_point<T>::value) return x != x; else return false;
 }
 
+// Note [Integer overflow wraps]
+// Signed integer arithmetic wraps modulo 2^bits, as PyTorch's results do, but
+// without C++'s undefined behaviour: it is done in the unsigned type (at least
+// `unsigned`, so that uint16 * uint16 does not overflow a promoted int).
+template <typename T>
+using wrap_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+template <typename T> constexpr bool kWraps = std::is_integral<T>::value && !std::is_same<T, bool>::value;
+template <typename T> EMBER_F T wrap_add(T a, T b) {
+  if constexpr (kWraps<T>) return T(wrap_t<T>(a) + wrap_t<T>(b)); else return a + b;
+}
+template <typename T> EMBER_F T wrap_sub(T a, T b) {
+  if constexpr (kWraps<T>) return T(wrap_t<T>(a) - wrap_t<T>(b)); else return a - b;
+}
+template <typename T> EMBER_F T wrap_mul(T a, T b) {
+  if constexpr (kWraps<T>) return T(wrap_t<T>(a) * wrap_t<T>(b)); else return a * b;
+}
+template <typename T> EMBER_F T wrap_neg(T a) {
+  if constexpr (kWraps<T>) return T(wrap_t<T>(0) - wrap_t<T>(a)); else return -a;
+}
+
 // ---- unary ----------------------------------------------------------------
-struct Neg { template <typename T> EMBER_F T operator()(T x) const { return -x; } };
+struct Neg { template <typename T> EMBER_F T operator()(T x) const { return wrap_neg(x); } };
 struct Abs {
   template <typename T> EMBER_F T operator()(T x) const {
     if constexpr (std::is_same<T, bool>::value || std::is_unsigned<T>::value) return x;
-    else return x < T(0) ? T(-x) : x;
+    else return x < T(0) ? wrap_neg(x) : x;  // abs(INT_MIN) wraps to INT_MIN
   }
 };
 struct Sign {
@@ -67,7 +87,7 @@ struct Relu {
     else return x > T(0) ? x : T(0);
   }
 };
-struct Square { template <typename T> EMBER_F T operator()(T x) const { return x * x; } };
+struct Square { template <typename T> EMBER_F T operator()(T x) const { return wrap_mul(x, x); } };
 // Rounding keeps integers as they are.
 #define EMBER_ROUNDING(Name, f) \
   struct Name { template <typename T> EMBER_F T operator()(T x) const { \
@@ -99,9 +119,9 @@ struct IsFinite {
 struct LogicalNot { template <typename T> EMBER_F bool operator()(T x) const { return !bool(x); } };
 
 // ---- binary ---------------------------------------------------------------
-struct Add { template <typename T> EMBER_F T operator()(T a, T b) const { return a + b; } };
-struct Sub { template <typename T> EMBER_F T operator()(T a, T b) const { return a - b; } };
-struct Mul { template <typename T> EMBER_F T operator()(T a, T b) const { return a * b; } };
+struct Add { template <typename T> EMBER_F T operator()(T a, T b) const { return wrap_add(a, b); } };
+struct Sub { template <typename T> EMBER_F T operator()(T a, T b) const { return wrap_sub(a, b); } };
+struct Mul { template <typename T> EMBER_F T operator()(T a, T b) const { return wrap_mul(a, b); } };
 struct Div { template <typename T> EMBER_F T operator()(T a, T b) const { return a / b; } };
 struct FloorDivide {
   template <typename T> EMBER_F T operator()(T a, T b) const {
@@ -114,9 +134,10 @@ struct FloorDivide {
       if (d - fd > T(0.5)) fd += T(1);
       return d == T(0) ? std::copysign(T(0), a / b) : fd;
     } else {
-      // b == 0 is rejected by the front-end; b == -1 avoids the INT_MIN / -1 trap.
+      // b == 0 is rejected by the front-end; b == -1 avoids the INT_MIN / -1 trap
+      // (INT_MIN // -1 wraps to INT_MIN, as PyTorch).
       if (b == 0) return 0;
-      if constexpr (std::is_signed<T>::value) if (b == T(-1)) return T(0) - a;
+      if constexpr (std::is_signed<T>::value) if (b == T(-1)) return wrap_neg(a);
       T q = a / b;
       if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
       return q;
@@ -162,8 +183,8 @@ struct Pow {
       T r = 1, base = a;
       auto e = b;
       while (e) {
-        if (e & 1) r = T(r * base);
-        base = T(base * base);
+        if (e & 1) r = wrap_mul(r, base);
+        base = wrap_mul(base, base);
         e >>= 1;
       }
       return r;

@@ -225,7 +225,9 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
               ") exceeds dimension size (", size, ").");
   Shape sz = a.sizes();
   sz[dim] = length;
-  Tensor out = make_view(a, sz, a.strides(), a.storage_offset() + start * a.strides()[dim]);
+  Tensor out = make_view(
+      a, sz, a.strides(),
+      checked_add(a.storage_offset(), checked_mul(start, a.strides()[dim], "narrow"), "narrow"));
   return region_view("SliceBackward0", a, out, [dim, start, length](const Tensor& x) {
     return narrow(x, dim, start, length);
   });
@@ -239,7 +241,7 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index) {
                     " is out of bounds for dimension ", dim, " with size ", size);
   if (index < 0) index += size;
   Shape sz = a.sizes(), st = a.strides();
-  int64_t off = a.storage_offset() + index * st[dim];
+  int64_t off = checked_add(a.storage_offset(), checked_mul(index, st[dim], "select"), "select");
   sz.erase(size_t(dim));
   st.erase(size_t(dim));
   Tensor out = make_view(a, sz, st, off);
@@ -258,8 +260,8 @@ Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
   start = std::clamp<int64_t>(start, 0, size);
   end = std::clamp<int64_t>(end, start, size);
   Shape sz = a.sizes(), st = a.strides();
-  sz[dim] = (end - start + step - 1) / step;
-  int64_t off = a.storage_offset() + start * st[dim];
+  sz[dim] = end == start ? 0 : (end - start - 1) / step + 1;  // no overflow for a huge step
+  int64_t off = checked_add(a.storage_offset(), checked_mul(start, st[dim], "slice"), "slice");
   st[dim] = checked_mul(st[dim], step, "slice");
   Tensor out = make_view(a, sz, st, off);
   return region_view("SliceBackward0", a, out, [dim, start, end, step](const Tensor& x) {
@@ -398,7 +400,7 @@ Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
   Shape s;
   for (int64_t i = 0; i < start; ++i) s.push_back(a.sizes()[i]);
   int64_t m = 1;
-  for (int64_t i = start; i <= end; ++i) m *= a.sizes()[i];
+  for (int64_t i = start; i <= end; ++i) m = checked_mul(m, a.sizes()[i], "flatten");
   s.push_back(m);
   for (int64_t i = end + 1; i < n; ++i) s.push_back(a.sizes()[i]);
   return reshape(a, s);

@@ -2,6 +2,7 @@
 // translator from C++ exceptions to Python exceptions.
 #include <Python.h>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/allocator.h"
 #include "ember/core/error.h"
 #include "ember/core/parallel.h"
@@ -73,4 +74,18 @@ PYBIND11_MODULE(_C, m) {
     ember::set_num_threads(int(n));
   });
   m.attr("_cuda_version") = std::string(EMBER_CUDA_VERSION);
+  // ember.backends.cpu.get_cpu_capability(): the instruction set the CPU kernels run with.
+  m.def("_get_cpu_capability", [] {
+    return std::string(ember::cpu::cpu_capability_name(ember::cpu::selected_cpu_capability()));
+  });
+  m.def("_compiled_cpu_capabilities", [] {
+    std::vector<std::string> names;
+    for (int c = 0; c <= int(ember::cpu::CpuCapability::AVX512); ++c)
+      if (ember::cpu::cpu_capability_compiled(ember::cpu::CpuCapability(c)))
+        names.push_back(ember::cpu::cpu_capability_name(ember::cpu::CpuCapability(c)));
+    return names;
+  });
+  m.def("_get_supported_cpu_capability", [] {
+    return std::string(ember::cpu::cpu_capability_name(ember::cpu::supported_cpu_capability()));
+  });
 }

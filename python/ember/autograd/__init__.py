@@ -42,13 +42,47 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     inputs = _tensor_seq(inputs, "inputs")
     if grad_outputs is not None:
         grad_outputs = _tensor_seq(grad_outputs, "grad_outputs")
-    if is_grads_batched:
-        raise NotImplementedError("grad(is_grads_batched=True) is not supported by ember")
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, bool(retain_graph), bool(create_graph),
+                             bool(allow_unused))
     return _C._autograd_grad(list(outputs), list(inputs),
                              None if grad_outputs is None else list(grad_outputs),
                              bool(retain_graph), bool(create_graph), bool(allow_unused))
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):
+    """grad(is_grads_batched=True): the first dimension of every grad_output indexes a batch of
+    vector-Jacobian products, one backward pass each over the same graph; the results are
+    stacked along a new first dimension (PyTorch vectorizes this with vmap)."""
+    if grad_outputs is None:
+        raise RuntimeError("grad(): is_grads_batched=True requires grad_outputs with a leading "
+                           "batch dimension")
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} "
+                           f"grad_outputs for {len(outputs)} outputs")
+    sizes = {g.shape[0] if g.dim() else None for g in grad_outputs}
+    if None in sizes or len(sizes) != 1:
+        raise RuntimeError("grad(is_grads_batched=True): every grad_output needs the same leading "
+                           f"batch dimension, got shapes {[tuple(g.shape) for g in grad_outputs]}")
+    (batch,) = sizes
+    per_input = [[] for _ in inputs]
+    for b in range(batch):
+        last = b == batch - 1
+        gs = _C._autograd_grad(list(outputs), list(inputs), [g[b] for g in grad_outputs],
+                               retain_graph or not last, create_graph, allow_unused)
+        for slot, g in enumerate(gs):
+            per_input[slot].append(g)
+    result = []
+    for slot, gs in enumerate(per_input):
+        if all(g is None for g in gs):
+            result.append(None)
+            continue
+        zero = next(g for g in gs if g is not None)
+        result.append(_C.stack([g if g is not None else zero.new_zeros(zero.shape) for g in gs])
+                      if batch else inputs[slot].new_zeros((0,) + tuple(inputs[slot].shape)))
+    return tuple(result)
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

@@ -101,6 +101,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                           "floating point. ", stacklevel=2)
     try:
         outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
+        if fast_mode and outputs:
+            _fast_check(func, inputs, outputs, tensor_idx, eps, atol, rtol)
+            return True
         if not outputs:
             # Nothing differentiable: the numerical Jacobian must be zero.
             for i in tensor_idx:
@@ -139,6 +142,47 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         return False
 
 
+def _fast_check(func, inputs, outputs, tensor_idx, eps, atol, rtol):
+    """fast_mode: compare u^T J v instead of whole Jacobians, for random unit vectors u over
+    each output and v over each input: the numerical side is one central difference along v,
+    the analytical side one vector-Jacobian product with u (PyTorch's fast gradcheck)."""
+    from . import grad as _grad
+    rng = np.random.default_rng(0)
+
+    def rand_like(t):
+        a = rng.standard_normal(t.numel())
+        a /= max(np.linalg.norm(a), 1e-300)
+        return a
+
+    us = [rand_like(o) for o in outputs]
+    u_tensors = [_C.from_numpy(u.reshape(tuple(o.shape))).to(o.dtype) for u, o in zip(us, outputs)]
+    grads = _grad(outputs, [inputs[i] for i in tensor_idx], u_tensors, retain_graph=True,
+                  allow_unused=True)
+    for slot, i in enumerate(tensor_idx):
+        x = inputs[i]
+        v = rand_like(x)
+        analytical = 0.0 if grads[slot] is None else float(_flat_numpy(grads[slot]) @ v)
+        data = x.data
+        orig = data.detach().clone()
+        step = _C.from_numpy(v.reshape(tuple(x.shape))).to(x.dtype)
+        with _no_grad():
+            data.copy_(orig - eps * step)
+            lo = [_flat_numpy(o) for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+            data.copy_(orig + eps * step)
+            hi = [_flat_numpy(o) for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+            data.copy_(orig)
+        all_outs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+        positions = [k for k, o in enumerate(all_outs) if o.requires_grad]
+        numerical = sum(float(us[oi] @ ((hi[pos] - lo[pos]) / (2 * eps)))
+                        for oi, pos in enumerate(positions))
+        if not abs(analytical - numerical) <= atol + rtol * abs(numerical):
+            raise GradcheckError(
+                f"Jacobian mismatch for output 0 with respect to input {i},\n"
+                f"numerical:{numerical!r}\nanalytical:{analytical!r}\n\n"
+                "(fast_mode compared u^T J v for random u and v; rerun with fast_mode=False for "
+                "the whole Jacobians)")
+
+
 def _fmt(a):
     with np.printoptions(precision=4, suppress=True):
         return str(np.asarray(a))
@@ -171,4 +215,4 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, nondet_tol=nondet_tol)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol, fast_mode=fast_mode)

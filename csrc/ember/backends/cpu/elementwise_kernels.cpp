@@ -1,4 +1,5 @@
 // CPU kernels for the ops in ops.def, registered into the op front-ends' stubs.
+#include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/loops.h"
 #include "ember/ops/ops.h"
 
@@ -141,6 +142,7 @@ void fill_kernel(TensorIterator& it, Scalar v) {
 
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     constexpr int cpu = int(DeviceType::CPU);
 #define EMBER_REG_UNARY(n, F, k) unary_stubs[int(UnaryOp::n)].fns[cpu] = &unary_kernel<fn::F, Kind::k>;
     EMBER_UNARY_OPS(EMBER_REG_UNARY)

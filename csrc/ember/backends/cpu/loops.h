@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/kernels/functors.h"
 #include "ember/kernels/tensor_iterator.h"
 
 namespace ember::cpu {
+// One copy per compiled CPU capability (capability.h): never merged across them.
+inline namespace EMBER_CPU_NS {
 
 // Note [Streaming stores]
 // A large contiguous output (a row of >= kStreamBytes) is computed in chunks
@@ -107,4 +110,5 @@ void binary_loop(const TensorIterator& it, F f) {
   });
 }
 
+}  // namespace EMBER_CPU_NS
 }  // namespace ember::cpu

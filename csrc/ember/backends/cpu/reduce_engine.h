@@ -12,11 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/parallel.h"
 #include "ember/core/tensor.h"
 #include "ember/kernels/functors.h"
 
 namespace ember::cpu {
+// One copy per compiled CPU capability (capability.h): never merged across them.
+inline namespace EMBER_CPU_NS {
 
 // Note [Reduction layouts]
 // The input's dims split into kept dims (one output element each) and reduced
@@ -327,4 +330,5 @@ template <typename O, typename A> inline O to_out(A a) {
   else return O(a);
 }
 
+}  // namespace EMBER_CPU_NS
 }  // namespace ember::cpu

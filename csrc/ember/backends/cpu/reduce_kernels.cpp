@@ -1,4 +1,5 @@
 // CPU kernels of sum / prod / mean and the vector norms (see reduce_engine.h).
+#include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/reduce_engine.h"
 #include "ember/kernels/dispatch.h"
 #include "ember/ops/reduce.h"
@@ -133,6 +134,7 @@ void norm_kernel(const ReduceArgs& a) {
 
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     constexpr int cpu = int(DeviceType::CPU);
     sum_stub.fns[cpu] = &sum_kernel;
     norm_stub.fns[cpu] = &norm_kernel;

@@ -1,5 +1,6 @@
 // CPU kernels of amax/amin, max/min with indices, argmax/argmin, all/any and
 // count_nonzero (see reduce_engine.h).
+#include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/reduce_engine.h"
 #include "ember/kernels/dispatch.h"
 #include "ember/ops/reduce.h"
@@ -183,6 +184,7 @@ void logical_kernel(const ReduceArgs& a) {
 
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     constexpr int cpu = int(DeviceType::CPU);
     minmax_stub.fns[cpu] = &minmax_kernel;
     logical_stub.fns[cpu] = &logical_kernel;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/reduce_engine.h"
 #include "ember/kernels/dispatch.h"
 #include "ember/ops/reduce.h"
@@ -185,6 +186,7 @@ void scan_kernel(const ReduceArgs& a) {
 
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     constexpr int cpu = int(DeviceType::CPU);
     var_stub.fns[cpu] = &var_kernel;
     median_stub.fns[cpu] = &median_kernel;

@@ -1,0 +1,315 @@
+// CPU kernels of scaled_dot_product_attention's fused path.
+//
+// Note [Flash attention on the CPU]
+// The forward never forms the L x S score matrix. For each (batch, head) (one
+// task of the thread pool) it packs K^T [E, S] and V [S, Ev] once, then walks
+// every query row over blocks of kBK keys with the online softmax: the block's
+// scores s = (q * scale) . K^T (+ mask), the running max m and sum l are
+// rescaled when the max grows, and o += exp(s - m) V. The output is o / l and
+// the row's logsumexp m + log(l) is the only thing saved for backward. The
+// backward (one task per (batch, kv head), so grouped heads that share K and V
+// accumulate dK/dV without races) recomputes P = exp(s - lse) block by block
+// for kBQ query rows x kBK keys, and with D_i = dO_i . O_i:
+//   dV += P^T dO,  dP = dO V^T,  dS = P * (dP - D),  dQ += dS K * scale,
+//   dK += dS^T Q * scale.
+// Masked scores are -inf; a row whose scores are all -inf has l = 0: its
+// output, lse (-inf) and gradients are 0 (PyTorch's CPU flash kernel does the
+// same). Head sizes 32/64/128 get compile-time loop bounds so the inner loops
+// keep their accumulators in registers.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ember/backends/cpu/nn_rnn_math.h"
+#include "ember/core/parallel.h"
+#include "ember/kernels/stubs/nn_attention.h"
+
+namespace ember::cpu {
+namespace {
+
+constexpr int64_t kBK = 64;  // keys per block
+constexpr int64_t kBQ = 32;  // query rows per backward block
+
+struct Geo {  // strides of a 4-D operand, in elements
+  int64_t s0, s1, s2, s3;
+  explicit Geo(const Tensor& t)
+      : s0(t.strides()[0]), s1(t.strides()[1]), s2(t.strides()[2]), s3(t.strides()[3]) {}
+};
+
+// dst[r, c] <- src(r, c) for a rows x cols block read through strides.
+template <typename T>
+void pack(T* dst, const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[r * rs + c * cs];
+}
+
+// s[j] = sum_d a[d] * bt[d * ld + j] for j < kBK (bt rows hold kBK valid columns).
+template <typename T, int DC>
+inline void row_times_block(T* s, const T* a, const T* bt, int64_t ld, int64_t D) {
+  const int64_t n = DC ? DC : D;
+  T acc[kBK];
+  for (int64_t j = 0; j < kBK; ++j) acc[j] = T(0);
+  for (int64_t d = 0; d < n; ++d) {
+    const T ad = a[d];
+    const T* b = bt + d * ld;
+    for (int64_t j = 0; j < kBK; ++j) acc[j] += ad * b[j];
+  }
+  for (int64_t j = 0; j < kBK; ++j) s[j] = acc[j];
+}
+
+// Same for a partial block of nb < kBK columns.
+template <typename T>
+inline void row_times_block_tail(T* s, const T* a, const T* bt, int64_t ld, int64_t D, int64_t nb) {
+  for (int64_t j = 0; j < nb; ++j) s[j] = T(0);
+  for (int64_t d = 0; d < D; ++d) {
+    const T ad = a[d];
+    const T* b = bt + d * ld;
+    for (int64_t j = 0; j < nb; ++j) s[j] += ad * b[j];
+  }
+}
+
+template <typename T, int DC>
+inline void scores(T* s, const T* a, const T* bt, int64_t ld, int64_t D, int64_t nb) {
+  if (nb == kBK)
+    row_times_block<T, DC>(s, a, bt, ld, D);
+  else
+    row_times_block_tail<T>(s, a, bt, ld, D, nb);
+}
+
+template <typename T>
+inline void add_mask_and_causal(T* s, const T* mrow, int64_t ms3, int64_t j0, int64_t nb,
+                                bool causal, int64_t i) {
+  if (mrow)
+    for (int64_t j = 0; j < nb; ++j) s[j] += mrow[(j0 + j) * ms3];
+  if (causal)
+    for (int64_t j = 0; j < nb; ++j)
+      if (j0 + j > i) s[j] = -std::numeric_limits<T>::infinity();
+}
+
+template <typename T, int DC>
+void fwd_impl(const SdpaFwdArgs& a) {
+  const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
+  const int64_t Hk = a.k.size(1), S = a.k.size(2), Ev = a.v.size(3);
+  const int64_t group = Hq / Hk;
+  const Geo gq(a.q), gk(a.k), gv(a.v);
+  const bool has_mask = a.mask.defined();
+  const Geo gm = has_mask ? Geo(a.mask) : gq;
+  const T scale = T(a.scale);
+  const T* qp = a.q.data<T>();
+  const T* kp = a.k.data<T>();
+  const T* vp = a.v.data<T>();
+  const T* mp = has_mask ? a.mask.data<T>() : nullptr;
+  T* op = a.out.data<T>();
+  T* lp = a.lse.data<T>();
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const int64_t Sp = (S + kBK - 1) / kBK * kBK;  // padded key count of the packed K^T
+  parallel_for(0, B * Hq, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<T> kt(static_cast<size_t>(E * Sp), T(0)), vv(static_cast<size_t>(S * Ev));
+    std::vector<T> qs(static_cast<size_t>(E)), o(static_cast<size_t>(Ev));
+    T s[kBK];
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t b = task / Hq, h = task % Hq, hk = h / group;
+      const T* kb = kp + b * gk.s0 + hk * gk.s1;
+      for (int64_t d = 0; d < E; ++d)
+        for (int64_t j = 0; j < S; ++j) kt[size_t(d * Sp + j)] = kb[j * gk.s2 + d * gk.s3];
+      pack(vv.data(), vp + b * gv.s0 + hk * gv.s1, S, Ev, gv.s2, gv.s3);
+      for (int64_t i = 0; i < L; ++i) {
+        const T* qrow = qp + b * gq.s0 + h * gq.s1 + i * gq.s2;
+        for (int64_t d = 0; d < E; ++d) qs[size_t(d)] = qrow[d * gq.s3] * scale;
+        const T* mrow = has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr;
+        T m = ninf, l = T(0);
+        std::fill(o.begin(), o.end(), T(0));
+        const int64_t jend = a.causal ? std::min(S, i + 1) : S;
+        for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
+          const int64_t nb = std::min(kBK, jend - j0);
+          scores<T, DC>(s, qs.data(), kt.data() + j0, Sp, E, nb);
+          add_mask_and_causal(s, mrow, gm.s3, j0, nb, false, i);
+          T bm = ninf;
+          for (int64_t j = 0; j < nb; ++j) bm = std::max(bm, s[j]);
+          if (bm == ninf) continue;
+          const T mn = std::max(m, bm);
+          if (mn != m) {
+            const T alpha = m == ninf ? T(0) : nnmath::exp_(m - mn);
+            l *= alpha;
+            for (int64_t e = 0; e < Ev; ++e) o[size_t(e)] *= alpha;
+            m = mn;
+          }
+          for (int64_t j = 0; j < nb; ++j) s[j] = nnmath::exp_(s[j] - m);
+          const int64_t ne = DC ? DC : Ev;
+          for (int64_t j = 0; j < nb; ++j) {
+            const T pj = s[j];
+            l += pj;
+            const T* vr = vv.data() + (j0 + j) * ne;
+            T* oo = o.data();
+            for (int64_t e = 0; e < ne; ++e) oo[e] += pj * vr[e];
+          }
+        }
+        T* orow = op + ((b * Hq + h) * L + i) * Ev;
+        if (l == T(0)) {
+          for (int64_t e = 0; e < Ev; ++e) orow[e] = T(0);
+          lp[(b * Hq + h) * L + i] = ninf;
+        } else {
+          const T inv = T(1) / l;
+          for (int64_t e = 0; e < Ev; ++e) orow[e] = o[size_t(e)] * inv;
+          lp[(b * Hq + h) * L + i] = m + std::log(l);
+        }
+      }
+    }
+  });
+}
+
+template <typename T, int DC>
+void bwd_impl(const SdpaBwdArgs& a) {
+  const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
+  const int64_t Hk = a.k.size(1), S = a.k.size(2), Ev = a.v.size(3);
+  const int64_t group = Hq / Hk;
+  const Geo gq(a.q), gk(a.k), gv(a.v);
+  const bool has_mask = a.mask.defined();
+  const Geo gm = has_mask ? Geo(a.mask) : gq;
+  const T scale = T(a.scale);
+  const T* qp = a.q.data<T>();
+  const T* kp = a.k.data<T>();
+  const T* vp = a.v.data<T>();
+  const T* mp = has_mask ? a.mask.data<T>() : nullptr;
+  const T* op = a.out.data<T>();
+  const T* lp = a.lse.data<T>();
+  const T* gop = a.dout.data<T>();
+  T* dqp = a.dq.data<T>();
+  T* dkp = a.dk.data<T>();
+  T* dvp = a.dv.data<T>();
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const int64_t Sp = (S + kBK - 1) / kBK * kBK;
+  const int64_t nE = DC ? DC : E, nEv = DC ? DC : Ev;
+  parallel_for(0, B * Hk, 1, [&](int64_t t0, int64_t t1) {
+    auto buf = [](int64_t n) { return std::vector<T>(static_cast<size_t>(n), T(0)); };
+    std::vector<T> kt = buf(E * Sp), vt = buf(Ev * Sp), kk = buf(S * E), dk = buf(S * E),
+                   dv = buf(S * Ev), qs = buf(kBQ * E), dq = buf(kBQ * E), P = buf(kBQ * kBK),
+                   dS = buf(kBQ * kBK), Dv = buf(kBQ), lse = buf(kBQ);
+    T dp[kBK];
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t b = task / Hk, hk = task % Hk;
+      const T* kb = kp + b * gk.s0 + hk * gk.s1;
+      const T* vb = vp + b * gv.s0 + hk * gv.s1;
+      for (int64_t d = 0; d < E; ++d)
+        for (int64_t j = 0; j < S; ++j) kt[size_t(d * Sp + j)] = kb[j * gk.s2 + d * gk.s3];
+      for (int64_t e = 0; e < Ev; ++e)
+        for (int64_t j = 0; j < S; ++j) vt[size_t(e * Sp + j)] = vb[j * gv.s2 + e * gv.s3];
+      pack(kk.data(), kb, S, E, gk.s2, gk.s3);
+      std::fill(dk.begin(), dk.end(), T(0));
+      std::fill(dv.begin(), dv.end(), T(0));
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+        const int64_t bh = b * Hq + h;
+        for (int64_t i0 = 0; i0 < L; i0 += kBQ) {
+          const int64_t nq = std::min(kBQ, L - i0);
+          for (int64_t ii = 0; ii < nq; ++ii) {
+            const int64_t i = i0 + ii;
+            const T* qrow = qp + b * gq.s0 + h * gq.s1 + i * gq.s2;
+            for (int64_t d = 0; d < E; ++d) qs[size_t(ii * E + d)] = qrow[d * gq.s3] * scale;
+            const T* orow = op + (bh * L + i) * Ev;
+            const T* grow = gop + (bh * L + i) * Ev;
+            T acc = T(0);
+            for (int64_t e = 0; e < Ev; ++e) acc += orow[e] * grow[e];
+            Dv[size_t(ii)] = acc;
+            lse[size_t(ii)] = lp[bh * L + i];
+          }
+          std::fill(dq.begin(), dq.end(), T(0));
+          const int64_t jend = a.causal ? std::min(S, i0 + nq) : S;
+          for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
+            const int64_t nb = std::min(kBK, jend - j0);
+            for (int64_t ii = 0; ii < nq; ++ii) {
+              const int64_t i = i0 + ii;
+              T* pr = P.data() + ii * kBK;
+              T* dsr = dS.data() + ii * kBK;
+              const T li = lse[size_t(ii)];
+              if (li == ninf) {
+                for (int64_t j = 0; j < nb; ++j) pr[j] = dsr[j] = T(0);
+                continue;
+              }
+              scores<T, DC>(pr, qs.data() + ii * E, kt.data() + j0, Sp, E, nb);
+              const T* mrow = has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr;
+              add_mask_and_causal(pr, mrow, gm.s3, j0, nb, a.causal, i);
+              for (int64_t j = 0; j < nb; ++j) pr[j] = nnmath::exp_(pr[j] - li);
+              scores<T, DC>(dp, gop + (bh * L + i) * Ev, vt.data() + j0, Sp, Ev, nb);
+              const T Di = Dv[size_t(ii)];
+              for (int64_t j = 0; j < nb; ++j) dsr[j] = pr[j] * (dp[j] - Di);
+            }
+            // dV[j] += sum_i P[i, j] dO[i];  dK[j] += sum_i dS[i, j] qs[i]
+            for (int64_t j = 0; j < nb; ++j) {
+              T* dvr = dv.data() + (j0 + j) * nEv;
+              T* dkr = dk.data() + (j0 + j) * nE;
+              for (int64_t ii = 0; ii < nq; ++ii) {
+                const T pij = P[size_t(ii * kBK + j)], sij = dS[size_t(ii * kBK + j)];
+                const T* grow = gop + (bh * L + i0 + ii) * Ev;
+                const T* qrow = qs.data() + ii * E;
+                for (int64_t e = 0; e < nEv; ++e) dvr[e] += pij * grow[e];
+                for (int64_t d = 0; d < nE; ++d) dkr[d] += sij * qrow[d];
+              }
+            }
+            // dQ[i] += sum_j dS[i, j] K[j]
+            for (int64_t ii = 0; ii < nq; ++ii) {
+              T* dqr = dq.data() + ii * E;
+              for (int64_t j = 0; j < nb; ++j) {
+                const T sij = dS[size_t(ii * kBK + j)];
+                const T* kr = kk.data() + (j0 + j) * E;
+                for (int64_t d = 0; d < nE; ++d) dqr[d] += sij * kr[d];
+              }
+            }
+          }
+          for (int64_t ii = 0; ii < nq; ++ii) {
+            T* out = dqp + (bh * L + i0 + ii) * E;
+            for (int64_t d = 0; d < E; ++d) out[d] = dq[size_t(ii * E + d)] * scale;
+          }
+        }
+      }
+      T* dko = dkp + (b * Hk + hk) * S * E;
+      T* dvo = dvp + (b * Hk + hk) * S * Ev;
+      std::copy(dk.begin(), dk.end(), dko);
+      std::copy(dv.begin(), dv.end(), dvo);
+    }
+  });
+}
+
+template <typename T, typename F32, typename F64, typename F128, typename FN>
+void by_head_size(int64_t E, int64_t Ev, F32 f32, F64 f64, F128 f128, FN fn) {
+  if (E == Ev && E == 64) return f64();
+  if (E == Ev && E == 32) return f32();
+  if (E == Ev && E == 128) return f128();
+  fn();
+}
+
+void fwd_kernel(const SdpaFwdArgs& a) {
+  const int64_t E = a.q.size(3), Ev = a.v.size(3);
+  auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    by_head_size<T>(
+        E, Ev, [&] { fwd_impl<T, 32>(a); }, [&] { fwd_impl<T, 64>(a); },
+        [&] { fwd_impl<T, 128>(a); }, [&] { fwd_impl<T, 0>(a); });
+  };
+  if (a.q.dtype() == DType::Float64) return run(TypeTag<double>{});
+  EMBER_CHECK(a.q.dtype() == DType::Float32, "scaled_dot_product_attention: unsupported dtype ",
+              dtype_name(a.q.dtype()));
+  run(TypeTag<float>{});
+}
+
+void bwd_kernel(const SdpaBwdArgs& a) {
+  const int64_t E = a.q.size(3), Ev = a.v.size(3);
+  auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    by_head_size<T>(
+        E, Ev, [&] { bwd_impl<T, 32>(a); }, [&] { bwd_impl<T, 64>(a); },
+        [&] { bwd_impl<T, 128>(a); }, [&] { bwd_impl<T, 0>(a); });
+  };
+  if (a.q.dtype() == DType::Float64) return run(TypeTag<double>{});
+  run(TypeTag<float>{});
+}
+
+struct Registrar {
+  Registrar() {
+    sdpa_fwd_stub.fns[int(DeviceType::CPU)] = &fwd_kernel;
+    sdpa_bwd_stub.fns[int(DeviceType::CPU)] = &bwd_kernel;
+  }
+} g_registrar;
+
+}  // namespace
+}  // namespace ember::cpu

@@ -1,0 +1,202 @@
+// CPU kernels of the normalizations: row statistics with a two-pass (mean, then
+// centered squares) variance accumulated in double, the row backward, and the
+// per-channel statistics / gradient sums / affine of batch norm.
+#include <algorithm>
+#include <cmath>
+
+#include "ember/core/parallel.h"
+#include "ember/kernels/functors.h"
+#include "ember/kernels/stubs/nn_norm.h"
+
+namespace ember::cpu {
+namespace {
+
+int64_t grain_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work_per_item, 1));
+}
+
+template <typename T>
+void row_norm_typed(const Tensor& xn, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                    double eps) {
+  const int64_t R = x.sizes()[0], L = x.sizes()[1];
+  const T* xp = x.data<T>();
+  T* yp = xn.data<T>();
+  T* mp = mean.data<T>();
+  T* rp = rstd.data<T>();
+  parallel_for(0, R, grain_for(L), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* row = xp + r * L;
+      double s = 0;
+      for (int64_t j = 0; j < L; ++j) s += double(row[j]);
+      const double mu = L ? s / double(L) : 0;
+      double q = 0;
+      for (int64_t j = 0; j < L; ++j) {
+        const double d = double(row[j]) - mu;
+        q += d * d;
+      }
+      const double rs = 1.0 / std::sqrt((L ? q / double(L) : 0) + eps);
+      mp[r] = T(mu);
+      rp[r] = T(rs);
+      using A = opmath_t<T>;
+      const A amu = A(mu), ars = A(rs);
+      T* out = yp + r * L;
+      for (int64_t j = 0; j < L; ++j) out[j] = T((A(row[j]) - amu) * ars);
+    }
+  });
+}
+
+template <typename T>
+void row_norm_backward_typed(const Tensor& gx, const Tensor& gh, const Tensor& x,
+                             const Tensor& mean, const Tensor& rstd) {
+  using A = opmath_t<T>;
+  const int64_t R = x.sizes()[0], L = x.sizes()[1];
+  const T* xp = x.data<T>();
+  const T* gp = gh.data<T>();
+  const T* mp = mean.data<T>();
+  const T* rp = rstd.data<T>();
+  T* op = gx.data<T>();
+  parallel_for(0, R, grain_for(L), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* xr = xp + r * L;
+      const T* gr = gp + r * L;
+      const A mu = A(mp[r]), rs = A(rp[r]);
+      double sg = 0, sgx = 0;
+      for (int64_t j = 0; j < L; ++j) {
+        const A g = A(gr[j]);
+        sg += double(g);
+        sgx += double(g * (A(xr[j]) - mu) * rs);
+      }
+      const A mg = A(sg / double(L)), mgx = A(sgx / double(L));
+      T* out = op + r * L;
+      for (int64_t j = 0; j < L; ++j) out[j] = T(rs * (A(gr[j]) - mg - (A(xr[j]) - mu) * rs * mgx));
+    }
+  });
+}
+
+template <typename T>
+void channel_stats_typed(const Tensor& mean, const Tensor& var, const Tensor& x) {
+  const int64_t N = x.sizes()[0], C = x.sizes()[1], S = x.sizes()[2];
+  const T* xp = x.data<T>();
+  T* mp = mean.data<T>();
+  T* vp = var.data<T>();
+  const double count = double(N) * double(S);
+  parallel_for(0, C, grain_for(N * S), [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      double s = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* p = xp + (n * C + c) * S;
+        for (int64_t j = 0; j < S; ++j) s += double(p[j]);
+      }
+      const double mu = count > 0 ? s / count : 0;
+      double q = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* p = xp + (n * C + c) * S;
+        for (int64_t j = 0; j < S; ++j) {
+          const double d = double(p[j]) - mu;
+          q += d * d;
+        }
+      }
+      mp[c] = T(mu);
+      vp[c] = T(count > 0 ? q / count : 0);
+    }
+  });
+}
+
+template <typename T>
+void channel_grad_sums_typed(const Tensor& sum_g, const Tensor& sum_dot, const Tensor& g,
+                             const Tensor& x, const Tensor& mean) {
+  const int64_t N = x.sizes()[0], C = x.sizes()[1], S = x.sizes()[2];
+  const T* xp = x.data<T>();
+  const T* gp = g.data<T>();
+  const T* mp = mean.data<T>();
+  T* sg = sum_g.data<T>();
+  T* sd = sum_dot.data<T>();
+  parallel_for(0, C, grain_for(N * S), [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const double mu = double(mp[c]);
+      double a = 0, d = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* xr = xp + (n * C + c) * S;
+        const T* gr = gp + (n * C + c) * S;
+        for (int64_t j = 0; j < S; ++j) {
+          a += double(gr[j]);
+          d += double(gr[j]) * (double(xr[j]) - mu);
+        }
+      }
+      sg[c] = T(a);
+      sd[c] = T(d);
+    }
+  });
+}
+
+template <typename T>
+void channel_affine_typed(const Tensor& out, const Tensor& p, const Tensor& a, const Tensor& q,
+                          const Tensor& b, const Tensor& c) {
+  using A = opmath_t<T>;
+  const int64_t N = p.sizes()[0], C = p.sizes()[1], S = p.sizes()[2];
+  const T* pp = p.data<T>();
+  const T* qp = q.defined() ? q.data<T>() : nullptr;
+  const T* ap = a.data<T>();
+  const T* bp = b.defined() ? b.data<T>() : nullptr;
+  const T* cp = c.data<T>();
+  T* op = out.data<T>();
+  parallel_for(0, N * C, grain_for(S), [&](int64_t lo, int64_t hi) {
+    for (int64_t nc = lo; nc < hi; ++nc) {
+      const int64_t ch = nc % C;
+      const A av = A(ap[ch]), cv = A(cp[ch]);
+      const T* pr = pp + nc * S;
+      T* o = op + nc * S;
+      if (qp) {
+        const A bv = A(bp[ch]);
+        const T* qr = qp + nc * S;
+        for (int64_t j = 0; j < S; ++j) o[j] = T(A(pr[j]) * av + A(qr[j]) * bv + cv);
+      } else {
+        for (int64_t j = 0; j < S; ++j) o[j] = T(A(pr[j]) * av + cv);
+      }
+    }
+  });
+}
+
+void row_norm_kernel(const Tensor& xn, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                     double eps) {
+  dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
+    row_norm_typed<typename decltype(tag)::type>(xn, mean, rstd, x, eps);
+  });
+}
+void row_norm_backward_kernel(const Tensor& gx, const Tensor& gh, const Tensor& x,
+                              const Tensor& mean, const Tensor& rstd) {
+  dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
+    row_norm_backward_typed<typename decltype(tag)::type>(gx, gh, x, mean, rstd);
+  });
+}
+void channel_stats_kernel(const Tensor& mean, const Tensor& var, const Tensor& x) {
+  dispatch_floating(x.dtype(), "batch_norm", [&](auto tag) {
+    channel_stats_typed<typename decltype(tag)::type>(mean, var, x);
+  });
+}
+void channel_grad_sums_kernel(const Tensor& sum_g, const Tensor& sum_dot, const Tensor& g,
+                              const Tensor& x, const Tensor& mean) {
+  dispatch_floating(x.dtype(), "batch_norm_backward", [&](auto tag) {
+    channel_grad_sums_typed<typename decltype(tag)::type>(sum_g, sum_dot, g, x, mean);
+  });
+}
+void channel_affine_kernel(const Tensor& out, const Tensor& p, const Tensor& a, const Tensor& q,
+                           const Tensor& b, const Tensor& c) {
+  dispatch_floating(p.dtype(), "batch_norm", [&](auto tag) {
+    channel_affine_typed<typename decltype(tag)::type>(out, p, a, q, b, c);
+  });
+}
+
+struct Registrar {
+  Registrar() {
+    constexpr int cpu = int(DeviceType::CPU);
+    row_norm_stub.fns[cpu] = &row_norm_kernel;
+    row_norm_backward_stub.fns[cpu] = &row_norm_backward_kernel;
+    channel_stats_stub.fns[cpu] = &channel_stats_kernel;
+    channel_grad_sums_stub.fns[cpu] = &channel_grad_sums_kernel;
+    channel_affine_stub.fns[cpu] = &channel_affine_kernel;
+  }
+} registrar;
+
+}  // namespace
+}  // namespace ember::cpu

@@ -1,0 +1,2 @@
+"""Backend settings and queries, as ``torch.backends``."""
+from . import cpu  # noqa: F401

@@ -1,0 +1,87 @@
+"""Adagrad (with learning-rate decay and an initial accumulator value)."""
+from __future__ import annotations
+
+import ember
+
+from .. import _C
+from .optimizer import (
+    Optimizer,
+    _check_fused_foreach,
+    _check_lr,
+    _closure_loss,
+    _new_step,
+    _to_scalar,
+    _use_grad,
+)
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad, as torch.optim.Adagrad. State is created for every parameter at
+    construction (``step`` and ``sum`` filled with ``initial_accumulator_value``)."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _check_lr(lr)
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
+                    "maximize": maximize, "differentiable": differentiable, "fused": fused}
+        super().__init__(params, defaults)
+        _check_fused_foreach(defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p)
+
+    def _init_state(self, p):
+        st = self.state[p]
+        st["step"] = _new_step()
+        st["sum"] = ember.full_like(p, self.defaults["initial_accumulator_value"])
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+        self._tensor_steps("step")
+
+    def share_memory(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"].share_memory_()
+
+    @_use_grad
+    def step(self, closure=None):
+        """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            params, grads, sums, steps = [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if len(st) == 0:
+                    self._init_state(p)
+                params.append(p)
+                grads.append(p.grad)
+                sums.append(st["sum"])
+                steps.append(st["step"])
+            if not params:
+                continue
+            _C._adagrad_step_(
+                params, grads, sums, steps, lr=_to_scalar(group["lr"]),
+                lr_decay=_to_scalar(group["lr_decay"]),
+                weight_decay=_to_scalar(group["weight_decay"]), eps=_to_scalar(group["eps"]),
+                maximize=group["maximize"])
+        return loss

@@ -1,0 +1,229 @@
+"""Activations (nn.functional and the modules) against NumPy references, gradcheck and
+gradgradcheck in float64, in-place forms, edge points (kinks, NaN, huge inputs) and
+PyTorch's errors."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember.autograd import gradcheck, gradgradcheck
+
+
+def t(a, dtype=ember.float64, device="cpu", rg=False):
+    x = ember.tensor(np.asarray(a), dtype=dtype, device=device)
+    return x.requires_grad_(rg) if rg else x
+
+
+def _sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _softplus(x, beta=1.0, th=20.0):
+    return np.where(x * beta > th, x, np.log1p(np.exp(np.minimum(x * beta, th))) / beta)
+
+
+_erf = np.vectorize(math.erf)
+SELU_A, SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+# name -> (ember callable, numpy reference)
+CASES = {
+    "relu": (F.relu, lambda x: np.maximum(x, 0)),
+    "relu6": (F.relu6, lambda x: np.clip(x, 0, 6)),
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), lambda x: np.where(x > 0, x, 0.2 * x)),
+    "elu": (lambda x: F.elu(x, 1.5), lambda x: np.where(x > 0, x, 1.5 * np.expm1(x))),
+    "selu": (F.selu, lambda x: SELU_S * np.where(x > 0, x, SELU_A * np.expm1(x))),
+    "celu": (lambda x: F.celu(x, 0.7), lambda x: np.where(x > 0, x, 0.7 * np.expm1(x / 0.7))),
+    "gelu": (F.gelu, lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2)))),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"),
+                  lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))),
+    "silu": (F.silu, lambda x: x * _sig(x)),
+    "mish": (F.mish, lambda x: x * np.tanh(_softplus(x))),
+    "sigmoid": (F.sigmoid, _sig),
+    "tanh": (F.tanh, np.tanh),
+    "hardtanh": (lambda x: F.hardtanh(x, -0.5, 2.0), lambda x: np.clip(x, -0.5, 2.0)),
+    "hardsigmoid": (F.hardsigmoid, lambda x: np.clip(x / 6 + 0.5, 0, 1)),
+    "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    "hardshrink": (lambda x: F.hardshrink(x, 0.4), lambda x: np.where(np.abs(x) > 0.4, x, 0)),
+    "softshrink": (lambda x: F.softshrink(x, 0.4),
+                   lambda x: np.where(x > 0.4, x - 0.4, np.where(x < -0.4, x + 0.4, 0))),
+    "tanhshrink": (F.tanhshrink, lambda x: x - np.tanh(x)),
+    "softplus": (lambda x: F.softplus(x, 2.0, 5.0), lambda x: _softplus(x, 2.0, 5.0)),
+    "softsign": (F.softsign, lambda x: x / (1 + np.abs(x))),
+    "logsigmoid": (F.logsigmoid, lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))),
+    "threshold": (lambda x: F.threshold(x, 0.3, -2.0), lambda x: np.where(x <= 0.3, -2.0, x)),
+}
+
+
+def _points(seed=0, n=40):
+    # away from every kink by more than gradcheck's eps
+    a = np.random.default_rng(seed).uniform(-6, 6, n)
+    kinks = np.array([0, 6, -0.5, 2.0, -3, 3, 0.4, -0.4, 0.3, 2.5])
+    for k in kinks:
+        a = np.where(np.abs(a - k) < 1e-3, a + 0.01, a)
+    return a.reshape(5, 8)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_forward(name, dtype, device):
+    f, ref = CASES[name]
+    a = _points()
+    out = f(t(a, getattr(ember, dtype), device))
+    assert out.dtype == getattr(ember, dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(out.cpu().numpy(), ref(a), atol=tol, rtol=tol * 10)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradcheck(name, device):
+    f, _ = CASES[name]
+    x = t(_points(1), device=device, rg=True)
+    assert gradcheck(f, (x,))
+    assert gradgradcheck(f, (x,))
+
+
+def test_huge_inputs_have_finite_grads(device):
+    a = np.array([-1e4, -100.0, -30.0, 0.0, 30.0, 100.0, 1e4])
+    for name in ["elu", "selu", "celu", "softplus", "mish", "silu", "logsigmoid", "gelu"]:
+        f, ref = CASES[name]
+        x = t(a, device=device, rg=True)
+        y = f(x)
+        np.testing.assert_allclose(y.detach().cpu().numpy(), ref(a), atol=1e-9, err_msg=name)
+        y.sum().backward()
+        assert np.isfinite(x.grad.cpu().numpy()).all(), name
+
+
+def test_nan_propagates(device):
+    x = t([float("nan"), 1.0], device=device)
+    for name in ["relu", "leaky_relu", "elu", "hardtanh", "gelu", "softplus", "hardswish"]:
+        assert math.isnan(CASES[name][0](x)[0].item()), name
+
+
+def test_grad_at_kinks_match_torch(device):
+    # PyTorch's backward conventions at the breakpoints
+    x = t([0.0], device=device, rg=True)
+    F.leaky_relu(x, 0.1).sum().backward()
+    assert x.grad.item() == pytest.approx(0.1)
+    x = t([-1.0, 1.0], device=device, rg=True)
+    F.hardtanh(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]
+    x = t([-3.0, 3.0], device=device, rg=True)
+    F.hardswish(x).sum().backward()
+    assert x.grad.tolist() == pytest.approx([-0.5, 1.5])
+    x = t([0.0], device=device, rg=True)
+    F.elu(x, 2.0).sum().backward()
+    assert x.grad.item() == pytest.approx(2.0)
+
+
+def test_integer_inputs(device):
+    x = ember.tensor([-2, 0, 3], device=device)
+    assert F.relu6(x).tolist() == [0, 0, 3]
+    assert F.threshold(x, 0, 7).tolist() == [7, 7, 3]
+    assert F.gelu(x).dtype == ember.get_default_dtype()
+
+
+@pytest.mark.parametrize("name,fn", [("relu", F.relu), ("relu6", F.relu6),
+                                     ("leaky_relu", F.leaky_relu), ("elu", F.elu),
+                                     ("selu", F.selu), ("celu", F.celu), ("silu", F.silu),
+                                     ("mish", F.mish), ("hardtanh", F.hardtanh),
+                                     ("hardsigmoid", F.hardsigmoid),
+                                     ("hardswish", F.hardswish)])
+def test_inplace(name, fn, device):
+    a = _points(2)
+    x = t(a, device=device)
+    expected = fn(x).cpu().numpy()
+    y = fn(x, inplace=True)
+    assert y is x
+    np.testing.assert_allclose(x.cpu().numpy(), expected)
+    # under autograd, on a non-leaf
+    leaf = t(a, device=device, rg=True)
+    h = leaf * 1.0
+    fn(h, inplace=True)
+    h.sum().backward()
+    leaf2 = t(a, device=device, rg=True)
+    fn(leaf2 * 1.0).sum().backward()
+    np.testing.assert_allclose(leaf.grad.cpu().numpy(), leaf2.grad.cpu().numpy())
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fn(t(a, device=device, rg=True), inplace=True)
+
+
+def test_threshold_inplace(device):
+    x = t([0.1, 0.5], device=device)
+    F.threshold_(x, 0.3, 9.0)
+    assert x.tolist() == [9.0, 0.5]
+
+
+def test_prelu(device):
+    a = np.random.default_rng(3).normal(size=(2, 3, 4))
+    w = np.array([0.1, 0.2, 0.3])
+    x = t(a, device=device, rg=True)
+    wt = t(w, device=device, rg=True)
+    out = F.prelu(x, wt)
+    np.testing.assert_allclose(out.detach().cpu().numpy(),
+                               np.where(a > 0, a, w[None, :, None] * a))
+    assert gradcheck(F.prelu, (x, wt))
+    assert gradgradcheck(F.prelu, (x, wt))
+    one = t([0.25], device=device)
+    np.testing.assert_allclose(F.prelu(t(a, device=device), one).cpu().numpy(),
+                               np.where(a > 0, a, 0.25 * a))
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel"):
+        F.prelu(t(a, device=device), t([0.1, 0.2], device=device))
+    m = nn.PReLU(3)
+    assert m.weight.tolist() == pytest.approx([0.25] * 3)
+
+
+def test_glu(device):
+    a = np.random.default_rng(4).normal(size=(3, 6))
+    x = t(a, device=device, rg=True)
+    np.testing.assert_allclose(F.glu(x, 1).detach().cpu().numpy(), a[:, :3] * _sig(a[:, 3:]))
+    assert gradcheck(lambda v: F.glu(v, 1), (x,))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        F.glu(t(np.ones((3, 5)), device=device), 1)
+    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 0 is "
+                                           "size 3"):
+        F.glu(x, 0)
+
+
+def test_errors(device):
+    x = t([1.0], device=device)
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        F.gelu(x, approximate="fast")
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        F.softshrink(x, -1.0)
+    with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
+        F.elu(ember.tensor([True], device=device))
+
+
+MODULES = [
+    (nn.ReLU(), F.relu), (nn.ReLU6(), F.relu6), (nn.LeakyReLU(0.3), lambda x: F.leaky_relu(x, 0.3)),
+    (nn.ELU(0.5), lambda x: F.elu(x, 0.5)), (nn.SELU(), F.selu), (nn.CELU(2.0), lambda x: F.celu(x, 2.0)),
+    (nn.GELU("tanh"), lambda x: F.gelu(x, approximate="tanh")), (nn.SiLU(), F.silu),
+    (nn.Mish(), F.mish), (nn.Sigmoid(), F.sigmoid), (nn.Tanh(), F.tanh),
+    (nn.Hardtanh(-2.0, 2.0), lambda x: F.hardtanh(x, -2.0, 2.0)), (nn.Hardsigmoid(), F.hardsigmoid),
+    (nn.Hardswish(), F.hardswish), (nn.Hardshrink(0.3), lambda x: F.hardshrink(x, 0.3)),
+    (nn.Softshrink(0.3), lambda x: F.softshrink(x, 0.3)), (nn.Tanhshrink(), F.tanhshrink),
+    (nn.Softplus(2.0, 10.0), lambda x: F.softplus(x, 2.0, 10.0)), (nn.Softsign(), F.softsign),
+    (nn.LogSigmoid(), F.logsigmoid), (nn.Softmax(1), lambda x: F.softmax(x, 1)),
+    (nn.LogSoftmax(1), lambda x: F.log_softmax(x, 1)), (nn.Softmin(1), lambda x: F.softmin(x, 1)),
+    (nn.GLU(), F.glu), (nn.Threshold(0.1, 20.0), lambda x: F.threshold(x, 0.1, 20.0)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(MODULES)))
+def test_modules(i, device):
+    m, f = MODULES[i]
+    x = t(_points(5), device=device)
+    np.testing.assert_allclose(m(x).cpu().numpy(), f(x).cpu().numpy())
+
+
+def test_module_inplace_and_repr(device):
+    x = t([-1.0, 2.0], device=device)
+    assert nn.ReLU(inplace=True)(x) is x and x.tolist() == [0.0, 2.0]
+    if hasattr(nn, "Module"):  # the module repr comes with nn.Module
+        assert repr(nn.LeakyReLU(0.2, inplace=True)) == "LeakyReLU(negative_slope=0.2, inplace=True)"
+        assert repr(nn.Softmax(dim=1)) == "Softmax(dim=1)"
+    assert nn.LeakyReLU(0.2, inplace=True).extra_repr() == "negative_slope=0.2, inplace=True"
+    assert nn.GELU().extra_repr() == "approximate='none'"

@@ -1,0 +1,196 @@
+"""scaled_dot_product_attention (fused flash-style C++ kernel, and the composite
+path), multi_head_attention_forward, and (after nn.Module lands) MultiheadAttention
+and the transformer encoder."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember import _C
+from ember.testing.registry.nn_rnn import sdpa as sdpa_ref
+
+
+def _t(rng, shape, dtype=ember.float64, device="cpu", grad=False, scale=1.0):
+    t = ember.tensor(rng.uniform(-scale, scale, size=shape), dtype=dtype, device=device)
+    return t.requires_grad_(True) if grad else t
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+SHAPES = [  # (B, Hq, Hk, L, S, E, Ev)
+    (2, 3, 3, 70, 130, 64, 64),    # compile-time head size, partial key blocks
+    (1, 2, 2, 5, 7, 16, 24),       # generic head sizes
+    (1, 4, 2, 33, 65, 32, 32),     # grouped-query
+    (1, 1, 1, 3, 200, 128, 128),
+]
+
+
+def _qkv(rng, shape, dtype, device="cpu", grad=False):
+    B, Hq, Hk, L, S, E, Ev = shape
+    return (_t(rng, (B, Hq, L, E), dtype, device, grad), _t(rng, (B, Hk, S, E), dtype, device, grad),
+            _t(rng, (B, Hk, S, Ev), dtype, device, grad))
+
+
+def _masks(rng, shape):
+    B, Hq, Hk, L, S, E, Ev = shape
+    yield {}
+    yield {"is_causal": True}
+    m = rng.uniform(size=(L, S)) > 0.4
+    m[0] = False
+    yield {"attn_mask": m}
+    yield {"attn_mask": rng.standard_normal((B, 1, L, S)).astype(np.float64)}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_fused_matches_reference(shape, dtype, device):
+    rng = np.random.default_rng(0)
+    q, k, v = _qkv(rng, shape, dtype, device)
+    gqa = shape[1] != shape[2]
+    for kw in _masks(rng, shape):
+        ekw = dict(kw)
+        if "attn_mask" in kw:
+            m = kw["attn_mask"]
+            ekw["attn_mask"] = ember.tensor(m, device=device) if m.dtype == bool else \
+                ember.tensor(m, dtype=dtype, device=device)
+        out = F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa, **ekw)
+        assert out.grad_fn is None
+        exp = sdpa_ref(_np(q), _np(k), _np(v), kw.get("attn_mask"), kw.get("is_causal", False),
+                       enable_gqa=gqa)
+        tol = 2e-5 if dtype == ember.float32 else 1e-12
+        np.testing.assert_allclose(_np(out), exp, atol=tol, rtol=tol, err_msg=str(kw))
+
+
+@pytest.mark.parametrize("shape", SHAPES[:3])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_fused_gradients_match_composite(shape, dtype, device):
+    rng = np.random.default_rng(1)
+    gqa = shape[1] != shape[2]
+    for kw in _masks(rng, shape):
+        if "attn_mask" in kw:
+            m = kw["attn_mask"]
+            kw["attn_mask"] = ember.tensor(m, device=device) if m.dtype == bool else \
+                ember.tensor(m, dtype=dtype, device=device)
+        grads = []
+        g = None
+        for fused in (True, False):
+            q, k, v = _qkv(np.random.default_rng(2), shape, dtype, device, grad=True)
+            if fused:
+                out = F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa, **kw)
+                assert out.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0"
+            else:
+                out = _C._sdpa_math(q, k, v, kw.get("attn_mask"), kw.get("is_causal", False),
+                                    1.0 / np.sqrt(shape[5]), 0.0)
+            if g is None:
+                g = _t(rng, out.shape, dtype, device)
+            (out * g).sum().backward()
+            grads.append([_np(t.grad) for t in (q, k, v)])
+        tol = 5e-5 if dtype == ember.float32 else 1e-11
+        for a, b in zip(*grads):
+            np.testing.assert_allclose(a, b, atol=tol, rtol=tol)
+
+
+def test_fully_masked_rows_give_zero_output_and_gradient(device):
+    rng = np.random.default_rng(3)
+    q, k, v = _qkv(rng, (1, 1, 1, 4, 6, 8, 8), ember.float64, device, grad=True)
+    m = ember.ones((4, 6), dtype=ember.bool, device=device)
+    m[2] = False
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    assert np.all(_np(out)[0, 0, 2] == 0)
+    out.sum().backward()
+    assert np.all(_np(q.grad)[0, 0, 2] == 0)
+    assert np.isfinite(_np(k.grad)).all() and np.isfinite(_np(v.grad)).all()
+
+
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"scale": 0.3}])
+def test_gradcheck_and_gradgradcheck(kw, device):
+    rng = np.random.default_rng(4)
+    q, k, v = _qkv(rng, (1, 2, 1, 3, 4, 3, 2), ember.float64, device, grad=True)
+    m = ember.tensor(rng.uniform(size=(3, 4)) > 0.3, device=device)
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw)
+
+    def fn_mask(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)
+    for f in (fn, fn_mask):
+        assert ember.autograd.gradcheck(f, (q, k, v))
+        assert ember.autograd.gradgradcheck(f, (q, k, v))
+
+
+def test_float_mask_requiring_grad_gets_gradient(device):
+    rng = np.random.default_rng(5)
+    q, k, v = _qkv(rng, (1, 1, 1, 3, 4, 2, 2), ember.float64, device, grad=True)
+    mask = _t(rng, (3, 4), grad=True, device=device)
+    assert ember.autograd.gradcheck(
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), (q, k, v, mask))
+
+
+def test_non_contiguous_inputs(device):
+    rng = np.random.default_rng(6)
+    base = _t(rng, (2, 9, 3, 64), ember.float32, device)  # (B, L, H, E) viewed as (B, H, L, E)
+    q = base.transpose(1, 2)
+    k = _t(rng, (2, 64, 3, 11), ember.float32, device).permute(0, 2, 3, 1)
+    v = _t(rng, (2, 3, 11, 64), ember.float32, device)
+    out = F.scaled_dot_product_attention(q, k, v)
+    np.testing.assert_allclose(_np(out), sdpa_ref(_np(q), _np(k), _np(v)), atol=2e-5)
+
+
+def test_threads_do_not_change_the_result(device):
+    rng = np.random.default_rng(7)
+    q, k, v = _qkv(rng, (2, 4, 4, 40, 50, 64, 64), ember.float32, device, grad=True)
+    n = ember.get_num_threads()
+    try:
+        res = []
+        for threads in (1, max(2, n)):
+            ember.set_num_threads(threads)
+            for t in (q, k, v):
+                t.grad = None
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            out.square().sum().backward()
+            res.append([_np(out)] + [_np(t.grad) for t in (q, k, v)])
+    finally:
+        ember.set_num_threads(n)
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dropout(device):
+    rng = np.random.default_rng(8)
+    q, k, v = _qkv(rng, (1, 1, 1, 64, 64, 8, 8), ember.float64, device)
+    v = ember.ones_like(v)
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
+    assert np.all(_np(out) == 0)
+    ember.manual_seed(3)
+    a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    ember.manual_seed(3)
+    b = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    np.testing.assert_array_equal(_np(a), _np(b))
+    # rows of ones: each output is sum(p * keep / 0.5) whose mean is 1
+    assert abs(_np(a).mean() - 1) < 0.1 and _np(a).std() > 0.05
+
+
+def test_empty_and_small_shapes(device):
+    q = ember.zeros((1, 2, 0, 4), device=device)
+    k = ember.zeros((1, 2, 3, 4), device=device)
+    assert tuple(F.scaled_dot_product_attention(q, k, k).shape) == (1, 2, 0, 4)
+    q2 = ember.ones((3, 4), device=device)
+    out = F.scaled_dot_product_attention(q2, q2, q2)
+    np.testing.assert_allclose(_np(out), np.ones((3, 4)), atol=1e-6)
+
+
+def test_errors():
+    q = ember.zeros((1, 2, 3, 4))
+    with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones((3, 3), dtype=ember.bool),
+                                       is_causal=True)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        F.scaled_dot_product_attention(q, q.double(), q)
+    with pytest.raises(RuntimeError, match="same number of dims"):
+        F.scaled_dot_product_attention(q, q[0], q)
+    with pytest.raises(RuntimeError, match="bool or float"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones((3, 3), dtype=ember.int64))
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones((3, 5)))
