@@ -539,3 +539,24 @@ def test_conv_half_precision(rng):
         got = F.conv2d(t(x, dtype=dt), t(w, dtype=dt), padding=1)
         assert got.dtype == dt
         np.testing.assert_allclose(got.float().numpy(), ref, atol=0.3, rtol=0.05)
+
+
+def test_tutorial_cnn_with_library_layers(device):
+    # The tutorial's CNN: conv/relu/pool twice, flatten, linear, cross-entropy, SGD.
+    import ember.nn as nn
+    import ember.optim as optim
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(6, 16, 5), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+                          nn.Linear(16, 10)).to(device)
+    x = ember.randn(64, 1, 14, 14, device=device)
+    y = ember.randint(0, 10, (64,), device=device)
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for _ in range(40):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    assert losses[-1] < 0.8 * losses[0], losses
