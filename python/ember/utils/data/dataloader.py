@@ -555,6 +555,7 @@ class DataLoader:
             if src is not None:
                 return _FastIter(self, src)
             return _SingleProcessIter(self)
+        self.check_worker_number_rationality()
         return _MultiProcessIter(self)
 
     def __iter__(self):
