@@ -126,6 +126,7 @@ def test_tensor_dataset_with_workers_comes_through_shared_memory():
     assert ember.cat([b[0] for b in batches]).tolist() == x[idx].tolist()
 
 
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
 def test_iterable_sharding_and_duplicates():
     got = [b.tolist() for b in DataLoader(Sharded(11), batch_size=2, num_workers=3)]
     flat = sum(got, [])
