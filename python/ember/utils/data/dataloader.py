@@ -59,8 +59,9 @@ class _MapFetcher:
             idx = ember.tensor(list(index), dtype=ember.int64)
             if imap is not None:
                 idx = imap[idx]
-            data = ember._C._data_gather(fields, idx, _worker.get_worker_info() is not None)
-            return post(data) if post is not None else data
+            if post is not None:  # the transform makes new tensors: gather into ordinary memory
+                return post(ember._C._data_gather(fields, idx, False))
+            return ember._C._data_gather(fields, idx, _worker.get_worker_info() is not None)
         if self.auto_collation:
             getitems = getattr(self.dataset, "__getitems__", None)
             data = getitems(index) if callable(getitems) else [self.dataset[i] for i in index]
