@@ -229,7 +229,7 @@ def test_collate_containers():
     s = default_collate([Sample(ember.zeros(2), 1), Sample(ember.ones(2), 0)])
     assert isinstance(s, Sample) and s.image.shape == (2, 2) and s.label.tolist() == [1, 0]
     t = default_collate([(1, "a"), (2, "b")])
-    assert isinstance(t, list) and t[0].tolist() == [1, 2] and t[1] == ["a", "b"]
+    assert isinstance(t, list) and t[0].tolist() == [1, 2] and t[1] == ("a", "b")  # as torch
     lst = default_collate([[1, 2], [3, 4]])
     assert [x.tolist() for x in lst] == [[1, 3], [2, 4]]
     nested = default_collate([{"p": [1, {"q": 2.0}]}, {"p": [3, {"q": 4.0}]}])
@@ -400,3 +400,23 @@ def test_pin_walks_containers():
     out = _pin({"a": [p], "b": "s"})
     assert out["a"][0].pinned and out["b"] == "s"
     warnings.simplefilter("ignore")
+
+
+def test_tensor_pin_memory():
+    t = ember.randn(4, 6)[:, ::2]
+    assert not t.is_pinned()
+    if not ember._C._data_pinning_available():
+        with pytest.raises(RuntimeError, match="Found no NVIDIA driver"):
+            t.pin_memory()
+        with pytest.raises(RuntimeError, match="Found no NVIDIA driver"):
+            ember._C._BatchPrefetcher([rows(4)], ember.arange(4), 2, False, 2, pinned=True).__next__()
+        return
+    p = t.pin_memory()
+    assert p.is_pinned() and p.is_contiguous() and p.tolist() == t.tolist()
+    assert p.pin_memory() is p
+    pf = ember._C._BatchPrefetcher([rows(4)], ember.arange(4), 2, False, 2, pinned=True)
+    assert all(b[0].is_pinned() for b in pf)
+    if ember.cuda.is_available():
+        out = list(DataLoader(TensorDataset(rows(6)), batch_size=4, pin_memory=True))
+        assert all(b[0].is_pinned() for b in out)
+        assert out[0][0].to("cuda", non_blocking=True).cpu().tolist() == rows(6)[:4].tolist()

@@ -79,7 +79,7 @@ class Slow(Dataset):
         return 4
 
     def __getitem__(self, i):
-        time.sleep(3)
+        time.sleep(10)
         return i
 
 
@@ -126,6 +126,7 @@ def test_tensor_dataset_with_workers_comes_through_shared_memory():
     assert ember.cat([b[0] for b in batches]).tolist() == x[idx].tolist()
 
 
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
 def test_iterable_sharding_and_duplicates():
     got = [b.tolist() for b in DataLoader(Sharded(11), batch_size=2, num_workers=3)]
     flat = sum(got, [])
@@ -185,10 +186,11 @@ def test_timeout():
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="DataLoader timed out after 0.5 seconds"):
         next(iter(DataLoader(Slow(), batch_size=1, num_workers=1, timeout=0.5)))
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 6  # the timeout, then at most ~2 s to stop the worker
 
 
 def test_abandoned_iterator_leaks_nothing():
+    gc.collect()  # batches of earlier tests may still hold shared storages
     base_fds = _memfds()
     x = ember.randn(400, 16)
     it = iter(DataLoader(TensorDataset(x), batch_size=4, num_workers=2, prefetch_factor=4))
@@ -258,4 +260,10 @@ def test_shared_memory_exhaustion_is_a_clear_error():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert "ERR unable to allocate 16777216 bytes of shared memory" in r.stdout, r.stdout + r.stderr
-    assert "shared-memory limit" in r.stdout
+    assert "num_workers=0" in r.stdout
+
+
+def test_spawn_context():
+    dl = DataLoader(Squares(6), batch_size=3, num_workers=1, multiprocessing_context="spawn")
+    out = [(a.tolist(), b.tolist()) for a, b in dl]
+    assert out == [([[0], [1], [4]], [0, 1, 2]), ([[9], [16], [25]], [3, 4, 5])]

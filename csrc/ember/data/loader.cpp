@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ember/data/pinned.h"
 #include "ember/data/shared_memory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -19,13 +20,20 @@ bool rows_contiguous(const Tensor& t) {
   return true;
 }
 
-Tensor alloc(const Shape& sizes, DType dtype, bool shared) {
-  return shared ? empty_shared(sizes, dtype) : empty(sizes, dtype);
+Tensor alloc(const Shape& sizes, DType dtype, BatchMemory mem) {
+  switch (mem) {
+    case BatchMemory::Shared:
+      return empty_shared(sizes, dtype);
+    case BatchMemory::Pinned:
+      return empty_pinned(sizes, dtype);
+    default:
+      return empty(sizes, dtype);
+  }
 }
 
 }  // namespace
 
-Tensor gather_rows(const Tensor& src, const Tensor& idx, bool shared) {
+Tensor gather_rows(const Tensor& src, const Tensor& idx, BatchMemory mem) {
   EMBER_CHECK(src.dim() >= 1,
               "gather_rows: expected a tensor with at least one dimension, got a 0-d tensor");
   EMBER_CHECK(src.device().type == DeviceType::CPU && idx.device().type == DeviceType::CPU,
@@ -38,12 +46,12 @@ Tensor gather_rows(const Tensor& src, const Tensor& idx, bool shared) {
   out_sizes[0] = b;
   if (!rows_contiguous(src)) {
     Tensor g = index_select(src, 0, idx);
-    Tensor out = alloc(out_sizes, src.dtype(), shared);
+    Tensor out = alloc(out_sizes, src.dtype(), mem);
     // index_select's result is contiguous: one copy into the output.
     if (g.numel()) std::memcpy(out.data_ptr(), g.data_ptr(), size_t(g.numel()) * g.element_size());
     return out;
   }
-  Tensor out = alloc(out_sizes, src.dtype(), shared);
+  Tensor out = alloc(out_sizes, src.dtype(), mem);
   const int64_t es = src.element_size();
   const int64_t row_elems = b ? out.numel() / b : 0;
   const size_t row_bytes = size_t(checked_mul(row_elems, es, "gather_rows"));
@@ -91,11 +99,12 @@ Tensor stack_batch(const std::vector<Tensor>& tensors, bool shared) {
 }
 
 BatchPrefetcher::BatchPrefetcher(std::vector<Tensor> fields, Tensor indices, int64_t batch_size,
-                                 bool drop_last, int64_t depth)
+                                 bool drop_last, int64_t depth, bool pinned)
     : fields_(std::move(fields)),
       indices_(std::move(indices)),
       batch_size_(batch_size),
-      depth_(depth) {
+      depth_(depth),
+      mem_(pinned ? BatchMemory::Pinned : BatchMemory::Normal) {
   EMBER_CHECK_VALUE(batch_size > 0, "BatchPrefetcher: batch_size should be positive, got ",
                     batch_size);
   EMBER_CHECK_VALUE(depth > 0, "BatchPrefetcher: depth should be positive, got ", depth);
@@ -134,7 +143,7 @@ void BatchPrefetcher::run() {
       Tensor idx = make_view(indices_, Shape{len}, Shape{indices_.strides()[0]},
                              indices_.storage_offset() + start * indices_.strides()[0]);
       batch.reserve(fields_.size());
-      for (const Tensor& f : fields_) batch.push_back(gather_rows(f, idx));
+      for (const Tensor& f : fields_) batch.push_back(gather_rows(f, idx, mem_));
     } catch (...) {
       std::lock_guard<std::mutex> g(mu_);
       error_ = std::current_exception();

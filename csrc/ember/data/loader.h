@@ -13,11 +13,14 @@
 
 namespace ember::data {
 
+/// Where a gathered batch is allocated: ordinary, shared (a worker hands it over) or
+/// pinned (Note [Pinned staging]) memory.
+enum class BatchMemory { Normal, Shared, Pinned };
+
 /// Rows `idx` (int64, 1-D, negative wraps) of `src` along dim 0 as one contiguous
 /// [len(idx), *src.shape[1:]] tensor: one strided gather (a memcpy per row when the
-/// rows are contiguous). IndexError for an index out of range. `shared`: the result
-/// lives in shared memory.
-Tensor gather_rows(const Tensor& src, const Tensor& idx, bool shared = false);
+/// rows are contiguous). IndexError for an index out of range.
+Tensor gather_rows(const Tensor& src, const Tensor& idx, BatchMemory mem = BatchMemory::Normal);
 
 /// default_collate for tensors: stacks along a new dim 0 (ember's stack, with its
 /// size and dtype errors); `shared`: into shared memory (in DataLoader workers).
@@ -25,7 +28,8 @@ Tensor stack_batch(const std::vector<Tensor>& tensors, bool shared);
 
 // Note [Batch prefetcher]
 // One background thread walks the epoch's index tensor in batch_size slices and
-// gathers every field of each batch, keeping at most `depth` finished batches
+// gathers every field of each batch (into pinned memory when asked: the batches are
+// then staged for a fast host-to-device copy), keeping at most `depth` finished batches
 // queued. next() waits (the binding releases the GIL) for the next batch in order.
 // An error in the thread (a bad index) is re-thrown by next() at the batch where it
 // happened. Destruction stops and joins the thread, so abandoning an epoch midway
@@ -33,7 +37,7 @@ Tensor stack_batch(const std::vector<Tensor>& tensors, bool shared);
 class BatchPrefetcher {
  public:
   BatchPrefetcher(std::vector<Tensor> fields, Tensor indices, int64_t batch_size, bool drop_last,
-                  int64_t depth);
+                  int64_t depth, bool pinned = false);
   ~BatchPrefetcher();
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
@@ -48,6 +52,7 @@ class BatchPrefetcher {
   std::vector<Tensor> fields_;
   Tensor indices_;
   int64_t batch_size_, num_batches_, depth_;
+  BatchMemory mem_;
   int64_t consumed_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -42,11 +42,10 @@ DataPtr alloc_shared(size_t nbytes) {
   int rc = posix_fallocate(fd, 0, off_t(map_bytes));
   if (rc != 0) {
     close(fd);
-    EMBER_CHECK(false, "unable to allocate ", map_bytes, " bytes of shared memory (",
-                std::strerror(rc),
-                "). DataLoader workers pass batches through shared memory: free memory, raise the "
-                "shared-memory limit (e.g. a larger /dev/shm or --shm-size for a container), lower "
-                "batch_size or prefetch_factor, or use num_workers=0.");
+    EMBER_CHECK(
+        false, "unable to allocate ", map_bytes, " bytes of shared memory (", std::strerror(rc),
+        "). DataLoader workers hand batches over in shared memory (memfd): free some memory, "
+        "lower batch_size, prefetch_factor or num_workers, or use num_workers=0.");
   }
   return map_fd(fd, map_bytes);
 }

@@ -4,6 +4,7 @@
 
 #include "ember/data/crc32c.h"
 #include "ember/data/loader.h"
+#include "ember/data/pinned.h"
 #include "ember/data/shared_memory.h"
 #include "ember/python/bind.h"
 
@@ -24,6 +25,25 @@ void init_data(py::module_& m) {
       "is_shared", [](const Tensor& t) { return is_shared(t); },
       "True when the storage is in shared memory.");
 
+  cls.def(
+      "pin_memory",
+      [](const Tensor& t, py::object device) {
+        (void)device;
+        py::gil_scoped_release nogil;
+        return pin_memory(t);
+      },
+      py::arg("device") = py::none(),
+      "A copy in pinned (page-locked) host memory, for fast and asynchronous copies to the GPU "
+      "(RuntimeError without a CUDA driver). See Note [Pinned staging].");
+  cls.def(
+      "is_pinned",
+      [](const Tensor& t, py::object device) {
+        (void)device;
+        return is_pinned(t);
+      },
+      py::arg("device") = py::none(), "True when the tensor is in pinned host memory.");
+  m.def("_data_pinning_available", &pinning_available);
+
   m.def("_data_shared_fd", &shared_fd,
         "The fd of a shared tensor's storage (owned by the storage).");
   m.def("_data_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes; });
@@ -42,7 +62,12 @@ void init_data(py::module_& m) {
   m.def(
       "_data_stack",
       [](const std::vector<Tensor>& ts, bool shared) {
-        py::gil_scoped_release nogil;
+        // Without autograd in play the stack runs with the GIL released; a tensor that
+        // requires grad records a node, which may need Python (anomaly mode), so keep it.
+        bool grad = false;
+        for (const Tensor& t : ts) grad = grad || t.impl()->requires_grad || t.impl()->autograd;
+        std::optional<py::gil_scoped_release> nogil;
+        if (!grad) nogil.emplace();
         return stack_batch(ts, shared);
       },
       py::arg("tensors"), py::arg("shared") = false);
@@ -52,7 +77,9 @@ void init_data(py::module_& m) {
         py::gil_scoped_release nogil;
         std::vector<Tensor> out;
         out.reserve(fields.size());
-        for (const Tensor& f : fields) out.push_back(gather_rows(f, idx, shared));
+        for (const Tensor& f : fields) {
+          out.push_back(gather_rows(f, idx, shared ? BatchMemory::Shared : BatchMemory::Normal));
+        }
         return out;
       },
       py::arg("fields"), py::arg("indices"), py::arg("shared") = false,
@@ -73,8 +100,9 @@ void init_data(py::module_& m) {
   py::class_<BatchPrefetcher>(m, "_BatchPrefetcher",
                               "Gathers index batches of tensor fields on a background thread "
                               "(Note [Batch prefetcher]).")
-      .def(py::init<std::vector<Tensor>, Tensor, int64_t, bool, int64_t>(), py::arg("fields"),
-           py::arg("indices"), py::arg("batch_size"), py::arg("drop_last"), py::arg("depth"))
+      .def(py::init<std::vector<Tensor>, Tensor, int64_t, bool, int64_t, bool>(), py::arg("fields"),
+           py::arg("indices"), py::arg("batch_size"), py::arg("drop_last"), py::arg("depth"),
+           py::arg("pinned") = false)
       .def("__len__", &BatchPrefetcher::num_batches)
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", [](BatchPrefetcher& p) {

@@ -59,8 +59,9 @@ class _MapFetcher:
             idx = ember.tensor(list(index), dtype=ember.int64)
             if imap is not None:
                 idx = imap[idx]
-            data = ember._C._data_gather(fields, idx, _worker.get_worker_info() is not None)
-            return post(data) if post is not None else data
+            if post is not None:  # the transform makes new tensors: gather into ordinary memory
+                return post(ember._C._data_gather(fields, idx, False))
+            return ember._C._data_gather(fields, idx, _worker.get_worker_info() is not None)
         if self.auto_collation:
             getitems = getattr(self.dataset, "__getitems__", None)
             data = getitems(index) if callable(getitems) else [self.dataset[i] for i in index]
@@ -121,7 +122,7 @@ def _pin(data):
 
 
 def _pinning_available():
-    return ember.cuda.is_available() and hasattr(ember.Tensor, "pin_memory")
+    return ember._C._data_pinning_available() and ember.cuda.is_available()
 
 
 # ---- the fast path --------------------------------------------------------------------------
@@ -180,7 +181,10 @@ class _FastIter:
             idx = sampler._indices()
         if imap is not None:
             idx = imap[idx]
-        self._pf = ember._C._BatchPrefetcher(fields, idx, bs.batch_size, bs.drop_last, 2)
+        # With pin_memory the C++ thread gathers straight into pinned memory (Note [Pinned
+        # staging]); a Python transform after it makes new tensors, pinned here.
+        self._pf = ember._C._BatchPrefetcher(fields, idx, bs.batch_size, bs.drop_last, 2,
+                                             pinned=self._pin)
         self._len = len(self._pf)
 
     def __iter__(self):
@@ -193,7 +197,8 @@ class _FastIter:
         batch = next(self._pf)
         if self._post is not None:
             batch = self._post(batch)
-        return _pin(batch) if self._pin else batch
+            return _pin(batch) if self._pin else batch
+        return batch
 
 
 # ---- single process -------------------------------------------------------------------------
@@ -396,8 +401,9 @@ class _MultiProcessIter:
                     q.put(None)
                 except Exception:
                     pass
+            deadline = time.monotonic() + 2.0  # for all workers together
             for w in self._workers:
-                w.join(timeout=2.0)
+                w.join(timeout=max(0.0, deadline - time.monotonic()))
             for w in self._workers:
                 if w.is_alive():
                     w.terminate()
@@ -550,6 +556,7 @@ class DataLoader:
             if src is not None:
                 return _FastIter(self, src)
             return _SingleProcessIter(self)
+        self.check_worker_number_rationality()
         return _MultiProcessIter(self)
 
     def __iter__(self):

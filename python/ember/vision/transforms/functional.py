@@ -360,9 +360,18 @@ def resize(img, size, interpolation="bilinear", max_size=None, antialias=True):
         return img
     dtype = img.dtype
     x = img if img.is_floating_point() else img.to(ember.float32)
-    ry = ember.from_numpy(_interp_matrix(h, oh, interpolation, antialias)).to(x.dtype)
-    rx = ember.from_numpy(_interp_matrix(w, ow, interpolation, antialias).T.copy()).to(x.dtype)
-    out = ember.matmul(ember.matmul(ry, x), rx)
+    if interpolation == "nearest" or not antialias or (oh >= h and ow >= w):
+        # ember.nn.functional.interpolate on a [N, C, H, W] view of the leading dims.
+        from ...nn import functional as nnf
+        x4 = x.reshape(-1, 1, h, w)
+        kw = {} if interpolation == "nearest" else {"align_corners": False}
+        out = nnf.interpolate(x4, size=(oh, ow), mode=interpolation, **kw).reshape(*x.shape[:-2], oh, ow)
+    else:
+        # Antialiased downscale (PIL's triangle filter stretched to the source spacing), which
+        # interpolate does not do: two small resampling matrices, rows then columns.
+        ry = ember.from_numpy(_interp_matrix(h, oh, interpolation, antialias)).to(x.dtype)
+        rx = ember.from_numpy(_interp_matrix(w, ow, interpolation, antialias).T.copy()).to(x.dtype)
+        out = ember.matmul(ember.matmul(ry, x), rx)
     if dtype != x.dtype:
         out = out.round().clamp(float(_INT_RANGE[dtype][0]), _int_max(dtype)).to(dtype)
     return out
@@ -371,8 +380,8 @@ def resize(img, size, interpolation="bilinear", max_size=None, antialias=True):
 def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=0):
     """Rotates counter-clockwise by ``angle`` degrees about ``center`` (default the middle).
 
-    Tensors: each output pixel samples the inverse-rotated source position (nearest or
-    bilinear); positions outside the image get ``fill``."""
+    Tensors: ember.nn.functional.grid_sample at the inverse-rotated position of each output
+    pixel (nearest or bilinear); positions outside the image get ``fill``."""
     interpolation = getattr(interpolation, "value", interpolation)
     if interpolation not in ("nearest", "bilinear"):
         raise ValueError(f"rotate: interpolation {interpolation!r} is not supported (nearest or bilinear)")
@@ -393,38 +402,27 @@ def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=
         ow = int(math.ceil(rx_.max() - rx_.min() - 1e-6)) + 1
         oh = int(math.ceil(ry_.max() - ry_.min() - 1e-6)) + 1
         ocx, ocy = (ow - 1) * 0.5, (oh - 1) * 0.5
-    ys, xs = np.meshgrid(np.arange(oh, dtype=np.float64) - ocy, np.arange(ow, dtype=np.float64) - ocx,
-                         indexing="ij")
-    # Inverse rotation (image y points down, so counter-clockwise on screen).
-    sx = xs * cos - ys * sin + cx
-    sy = xs * sin + ys * cos + cy
+    # The inverse rotation taking each output pixel centre to its source position, written
+    # in grid_sample's normalized coordinates (align_corners=False): with j - ocx = u*ow/2 + dx0
+    # (u the normalized output x), sx = cos*(j - ocx) - sin*(i - ocy) + cx and
+    # x_in = (2*sx + 1)/w - 1; likewise for y (image y points down: counter-clockwise on screen).
+    dx0, dy0 = (ow - 1) * 0.5 - ocx, (oh - 1) * 0.5 - ocy
+    theta = np.array([[[cos * ow / w, -sin * oh / w, (2 / w) * (cos * dx0 - sin * dy0 + cx) + 1 / w - 1],
+                       [sin * ow / h, cos * oh / h, (2 / h) * (sin * dx0 + cos * dy0 + cy) + 1 / h - 1]]])
+    from ...nn import functional as nnf
     lead = img.shape[:-2]
-    flat = img.reshape(*lead, h * w)
     dtype = img.dtype
-
-    def gather(iy, ix):
-        valid = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-        idx = np.where(valid, np.clip(iy, 0, h - 1) * w + np.clip(ix, 0, w - 1), 0).astype(np.int64)
-        vals = flat.index_select(-1, ember.from_numpy(idx.reshape(-1)))
-        return vals, ember.from_numpy(valid.reshape(-1))
-
+    x = (img if img.is_floating_point() else img.to(ember.float32)).reshape(1, -1, h, w)
+    # A ones channel marks where the samples came from inside the image (torchvision's trick).
+    x = ember.cat([x, ember.ones(1, 1, h, w, dtype=x.dtype)], dim=1)
+    g = nnf.affine_grid(ember.from_numpy(theta).to(x.dtype), [1, x.shape[1], oh, ow], align_corners=False)
+    sampled = nnf.grid_sample(x, g, mode=interpolation, padding_mode="zeros", align_corners=False)
+    vals, mask = sampled[:, :-1], sampled[:, -1:]
+    fill_t = ember.full((), float(fill), dtype=x.dtype)
     if interpolation == "nearest":
-        vals, valid = gather(np.floor(sy + 0.5).astype(np.int64), np.floor(sx + 0.5).astype(np.int64))
-        out = ember.where(valid, vals, ember.full((), fill, dtype=dtype))
+        out = ember.where(mask < 0.5, fill_t, vals)
     else:
-        x0, y0 = np.floor(sx).astype(np.int64), np.floor(sy).astype(np.int64)
-        fx, fy = sx - x0, sy - y0
-        acc = None
-        xf = flat if flat.is_floating_point() else flat.to(ember.float32)
-        fill_t = ember.full((), float(fill), dtype=xf.dtype)
-        for dy, dx, wt in ((0, 0, (1 - fy) * (1 - fx)), (0, 1, (1 - fy) * fx),
-                           (1, 0, fy * (1 - fx)), (1, 1, fy * fx)):
-            iy, ix = y0 + dy, x0 + dx
-            valid = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-            idx = np.where(valid, np.clip(iy, 0, h - 1) * w + np.clip(ix, 0, w - 1), 0).astype(np.int64)
-            vals = xf.index_select(-1, ember.from_numpy(idx.reshape(-1)))
-            vals = ember.where(ember.from_numpy(valid.reshape(-1)), vals, fill_t)
-            term = vals * ember.from_numpy(wt.reshape(-1)).to(xf.dtype)
-            acc = term if acc is None else acc + term
-        out = acc if dtype == xf.dtype else acc.round().to(dtype)
+        out = vals * mask + (1.0 - mask) * fill_t
+    if dtype != out.dtype:
+        out = out.round().to(dtype)
     return out.reshape(*lead, oh, ow)

@@ -74,11 +74,11 @@ def default_collate(batch):
             raise TypeError(_ERR.format(elem.dtype))
         return ember.as_tensor(np.stack(batch))
     if isinstance(elem, bool):
-        return ember.tensor(batch)
+        return ember.tensor(list(batch))
     if isinstance(elem, float):
-        return ember.tensor(batch, dtype=ember.float64)
+        return ember.tensor(list(batch), dtype=ember.float64)
     if isinstance(elem, int):
-        return ember.tensor(batch)
+        return ember.tensor(list(batch))
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):
@@ -88,7 +88,7 @@ def default_collate(batch):
         except TypeError:
             return collated
     if _is_namedtuple(elem):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if dataclasses.is_dataclass(elem) and not isinstance(elem, type):
         names = [f.name for f in dataclasses.fields(elem) if f.init]
         return type(elem)(**{n: default_collate([getattr(d, n) for d in batch]) for n in names})
@@ -97,7 +97,7 @@ def default_collate(batch):
         size = len(next(it))
         if not all(len(e) == size for e in it):
             raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = [list(s) for s in zip(*batch)]
+        transposed = list(zip(*batch))  # tuples: a column of strings comes back a tuple, as torch
         if isinstance(elem, tuple):
             return [default_collate(s) for s in transposed]  # a list, as torch
         try:

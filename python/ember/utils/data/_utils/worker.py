@@ -99,6 +99,8 @@ def worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto
     (task id, batch) — or an ExceptionWrapper — on ``data_queue``, until told to stop."""
     global _worker_info
     from ..dataloader import _fetcher  # noqa: PLC0415  (imported in the child)
+    from .reduction import init_reductions
+    init_reductions()  # a spawned worker starts without them
     try:
         ember.set_num_threads(1)
         seed = base_seed + worker_id
