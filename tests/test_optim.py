@@ -926,3 +926,26 @@ def test_fused_step_releases_the_gil():
         sys.setswitchinterval(old)
     assert float(steps[0]) == 5
     assert count > 0
+
+
+@pytest.mark.parametrize("name", ["Adam", "RMSprop", "Adagrad"])
+def test_duplicate_params_update_in_order(name):
+    """A parameter listed twice (PyTorch warns but allows it) is updated twice, in order,
+    sharing its state, as PyTorch's loop does; the fused kernel runs serially then."""
+    cls, ref, grid = CASES[name]
+    opts = grid[-1]
+    rng = np.random.default_rng(4)
+    a_np, b_np = rng.standard_normal(50000), rng.standard_normal(7)
+    a, b = ember.tensor(a_np, requires_grad=True), ember.tensor(b_np, requires_grad=True)
+    with pytest.warns(UserWarning, match="duplicate parameters"):
+        opt = cls([a, b, a], **opts)
+    sa, sb = {}, {}
+    for _ in range(3):
+        ga, gb = rng.standard_normal(50000), rng.standard_normal(7)
+        a.grad, b.grad = ember.tensor(ga), ember.tensor(gb)
+        opt.step()
+        a_np = ref(a_np, ga, sa, opts)
+        b_np = ref(b_np, gb, sb, opts)
+        a_np = ref(a_np, ga, sa, opts)
+    np.testing.assert_allclose(_to_np(a), a_np, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_to_np(b), b_np, rtol=1e-10, atol=1e-12)

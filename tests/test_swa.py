@@ -180,3 +180,33 @@ def test_update_bn():
     np.testing.assert_allclose(model.bn.running_mean.numpy(),
                                np.mean([b.mean(0) for b in batches[:2]], axis=0), rtol=1e-12)
     U.update_bn(loader, Net(rng))
+
+
+@pytest.mark.skipif(not hasattr(nn, "Linear"), reason="needs ember.nn.Linear")
+def test_swa_training_loop():
+    """The loop from PyTorch's SWA recipe: SGD + CosineAnnealingLR, then SWALR while the
+    AveragedModel collects the weights; the averaged model fits the data."""
+    rng = np.random.default_rng(0)
+    X = ember.tensor(rng.standard_normal((128, 4)), dtype=ember.float32)
+    y = X @ ember.tensor(rng.standard_normal((4, 1)), dtype=ember.float32) + 0.5
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)) \
+        if hasattr(nn, "ReLU") else nn.Linear(4, 1)
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    swa_model = U.AveragedModel(model)
+    sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
+    swa_sched = U.SWALR(opt, swa_lr=0.01, anneal_epochs=5)
+    loss_fn = nn.MSELoss()
+    first = float(loss_fn(model(X), y))
+    for epoch in range(150):
+        for i in range(0, 128, 32):
+            opt.zero_grad()
+            loss_fn(model(X[i:i + 32]), y[i:i + 32]).backward()
+            opt.step()
+        if epoch >= 100:
+            swa_model.update_parameters(model)
+            swa_sched.step()
+        else:
+            sched.step()
+    U.update_bn([X], swa_model)
+    assert int(swa_model.n_averaged) == 50
+    assert float(loss_fn(swa_model(X), y)) < 0.05 * first

@@ -41,6 +41,12 @@ class StepLists {
     }
     t_.params.reserve(params.size());
     for (const Tensor& p : params) t_.params.push_back(writable(p));
+    for (size_t i = 0; i < params.size() && !t_.serial; ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (params[i].data_ptr() == params[j].data_ptr() && params[i].numel() > 0) {
+          t_.serial = true;
+          break;
+        }
     check_like("grads", grads);
     t_.grads.reserve(grads.size());
     for (const Tensor& g : grads) t_.grads.push_back(g.is_contiguous() ? g : contiguous(g));

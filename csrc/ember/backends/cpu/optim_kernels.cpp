@@ -18,10 +18,16 @@ namespace {
 constexpr int64_t kOptimGrain = 16384;
 
 /// Calls body(i, begin, end) over [begin, end) of tensor i, for every element of every
-/// tensor of `params`, split across the thread pool as one flat range.
+/// tensor of `params`, split across the thread pool as one flat range (or tensor by tensor,
+/// in order, when `serial`).
 template <typename Body>
-void for_each_range(const std::vector<Tensor>& params, const Body& body) {
+void for_each_range(const std::vector<Tensor>& params, const Body& body, bool serial) {
   const size_t n = params.size();
+  if (serial) {
+    for (size_t i = 0; i < n; ++i)
+      if (params[i].numel() > 0) body(i, 0, params[i].numel());
+    return;
+  }
   std::vector<int64_t> offs(n + 1, 0);
   for (size_t i = 0; i < n; ++i)
     offs[i + 1] = checked_add(offs[i], params[i].numel(), "optimizer step: total numel");
@@ -33,6 +39,11 @@ void for_each_range(const std::vector<Tensor>& params, const Body& body) {
       if (lo < hi) body(i, lo, hi);
     }
   });
+}
+
+template <typename Body>
+void for_each_range_t(const OptimTensors& t, const Body& body) {
+  for_each_range(t.params, body, t.serial);
 }
 
 template <typename T>
@@ -116,7 +127,7 @@ void sgd_range(const OptimTensors& t, const SgdArgs& a, size_t i, int64_t lo, in
 
 void sgd_kernel(const OptimTensors& t, const SgdArgs& a) {
   const bool l2 = a.weight_decay != 0, has_buf = !t.state[0].empty();
-  for_each_range(t.params, [&](size_t i, int64_t lo, int64_t hi) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
     EMBER_OPTIM_DISPATCH("sgd_step_", with_bool(l2, [&](auto L2) {
                            if (!has_buf)
                              return sgd_range<T, L2(), false, false, false>(t, a, i, lo, hi);
@@ -158,7 +169,7 @@ void adam_range(const OptimTensors& t, const AdamArgs& a, size_t i, int64_t lo, 
 
 void adam_kernel(const OptimTensors& t, const AdamArgs& a) {
   const bool l2 = GradPrep<double>::use_l2(a.weight_decay, a.decoupled);
-  for_each_range(t.params, [&](size_t i, int64_t lo, int64_t hi) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
     EMBER_OPTIM_DISPATCH("adam_step_", with_bool(l2, [&](auto L2) {
                            with_bool(a.amsgrad,
                                      [&](auto A) { adam_range<T, L2(), A()>(t, a, i, lo, hi); });
@@ -189,7 +200,7 @@ void adamax_range(const OptimTensors& t, const AdamaxArgs& a, size_t i, int64_t 
 }
 
 void adamax_kernel(const OptimTensors& t, const AdamaxArgs& a) {
-  for_each_range(t.params, [&](size_t i, int64_t lo, int64_t hi) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
     EMBER_OPTIM_DISPATCH("adamax_step_", with_bool(a.weight_decay != 0, [&](auto L2) {
                            adamax_range<T, L2()>(t, a, i, lo, hi);
                          }));
@@ -222,7 +233,7 @@ void nadam_range(const OptimTensors& t, const NAdamArgs& a, size_t i, int64_t lo
 
 void nadam_kernel(const OptimTensors& t, const NAdamArgs& a) {
   const bool l2 = GradPrep<double>::use_l2(a.weight_decay, a.decoupled);
-  for_each_range(t.params, [&](size_t i, int64_t lo, int64_t hi) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
     EMBER_OPTIM_DISPATCH("nadam_step_",
                          with_bool(l2, [&](auto L2) { nadam_range<T, L2()>(t, a, i, lo, hi); }));
   });
@@ -257,7 +268,7 @@ void radam_range(const OptimTensors& t, const RAdamArgs& a, size_t i, int64_t lo
 
 void radam_kernel(const OptimTensors& t, const RAdamArgs& a) {
   const bool l2 = GradPrep<double>::use_l2(a.weight_decay, a.decoupled);
-  for_each_range(t.params, [&](size_t i, int64_t lo, int64_t hi) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
     EMBER_OPTIM_DISPATCH("radam_step_", with_bool(l2, [&](auto L2) {
                            with_bool(a.rect[i] > 0,
                                      [&](auto R) { radam_range<T, L2(), R()>(t, a, i, lo, hi); });
@@ -299,7 +310,7 @@ void rmsprop_range(const OptimTensors& t, const RmspropArgs& a, size_t i, int64_
 }
 
 void rmsprop_kernel(const OptimTensors& t, const RmspropArgs& a) {
-  for_each_range(t.params, [&](size_t i, int64_t lo, int64_t hi) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
     EMBER_OPTIM_DISPATCH("rmsprop_step_", with_bool(a.weight_decay != 0, [&](auto L2) {
                            with_bool(a.centered, [&](auto C) {
                              with_bool(a.momentum > 0, [&](auto B) {
@@ -331,7 +342,7 @@ void adagrad_range(const OptimTensors& t, const AdagradArgs& a, size_t i, int64_
 }
 
 void adagrad_kernel(const OptimTensors& t, const AdagradArgs& a) {
-  for_each_range(t.params, [&](size_t i, int64_t lo, int64_t hi) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
     EMBER_OPTIM_DISPATCH("adagrad_step_", with_bool(a.weight_decay != 0, [&](auto L2) {
                            adagrad_range<T, L2()>(t, a, i, lo, hi);
                          }));
@@ -363,7 +374,7 @@ void adadelta_range(const OptimTensors& t, const AdadeltaArgs& a, size_t i, int6
 }
 
 void adadelta_kernel(const OptimTensors& t, const AdadeltaArgs& a) {
-  for_each_range(t.params, [&](size_t i, int64_t lo, int64_t hi) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
     EMBER_OPTIM_DISPATCH("adadelta_step_", with_bool(a.weight_decay != 0, [&](auto L2) {
                            adadelta_range<T, L2()>(t, a, i, lo, hi);
                          }));

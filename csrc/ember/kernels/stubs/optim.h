@@ -23,6 +23,9 @@ namespace ember {
 struct OptimTensors {
   std::vector<Tensor> params, grads;
   std::vector<Tensor> state[3];
+  /// A parameter appears more than once (PyTorch allows it, with a warning): the kernel
+  /// then runs the tensors one after another, in order, as PyTorch's loop would.
+  bool serial = false;
 };
 
 /// SGD. state[0]: momentum buffers (empty when momentum == 0); `first[i]` marks a
