@@ -14,7 +14,7 @@ back in full, so an out-of-bounds view shows up as a sanitizer report.
 
 The fuzzing runs in a child process (a crash there fails the test with the seed
 and the child's output instead of killing pytest) whose memory is capped
-(RLIMIT_AS, or ASan's max_allocation_size under the sanitizers), so that a huge
+(RLIMIT_AS, or ASan's max_allocation_size_mb under the sanitizers), so that a huge
 but valid size is an "out of memory" RuntimeError rather than a machine's worth
 of pages. Environment:
 
@@ -390,7 +390,7 @@ def _child_main(seconds: float, seed: int, last_call_path: str) -> int:
 
 def _limit_memory():
     if "asan" in os.environ.get("LD_PRELOAD", ""):
-        return  # ASan reserves terabytes of shadow: its max_allocation_size caps instead
+        return  # ASan reserves terabytes of shadow: its max_allocation_size_mb caps instead
     import resource
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
