@@ -14,7 +14,7 @@ back in full, so an out-of-bounds view shows up as a sanitizer report.
 
 The fuzzing runs in a child process (a crash there fails the test with the seed
 and the child's output instead of killing pytest) whose memory is capped
-(RLIMIT_AS, or ASan's max_allocation_size under the sanitizers), so that a huge
+(RLIMIT_AS, or ASan's max_allocation_size_mb under the sanitizers), so that a huge
 but valid size is an "out of memory" RuntimeError rather than a machine's worth
 of pages. Environment:
 
@@ -56,12 +56,16 @@ SPECIAL_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 1e-45, 1e38, -1e308, 2.0**31, 2.0**
 JUNK = [None, "x", 1.5, -1, 2**63, 2**64, -2**63 - 1, [], [1, "a"], (2**62, 2**62), object(),
         float("nan"), True, b"\x00"]
 READBACK_LIMIT = 1 << 16
+CALL_TIMEOUT = 60  # seconds for one call (a hang fails the fuzz with the call named)
 MEMORY_LIMIT = 3 << 30
 
 
 # ---- the fuzzing (runs in the child) ---------------------------------------------------
 
-def _child_main(seconds: float, seed: int) -> int:
+def _child_main(seconds: float, seed: int, last_call_path: str) -> int:
+    import faulthandler
+    faulthandler.enable()
+    last_call_fd = os.open(last_call_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     import numpy as np  # noqa: F401  (loaded before ember, as users do)
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hseed
@@ -133,13 +137,35 @@ def _child_main(seconds: float, seed: int) -> int:
         if isinstance(r, ember.Tensor):
             _ = (r.shape, r.stride(), r.dtype, r.storage_offset())
             if r.numel() <= READBACK_LIMIT:
-                r.tolist()
                 r.clone()
+                # tolist() builds one list per row: ones(2**31, 0) would be 2**31 empty lists
+                lists, rows = 1, 1
+                for d in r.shape[:-1]:
+                    rows *= d
+                    lists += rows
+                if lists <= READBACK_LIMIT:
+                    r.tolist()
         elif isinstance(r, (list, tuple)) and depth < 3:
             for v in r:
                 readback(v, depth + 1)
 
+    def desc(v, depth=0):
+        if isinstance(v, ember.Tensor):
+            return (f"tensor(shape={list(v.shape)}, stride={list(v.stride())}, "
+                    f"offset={v.storage_offset()}, {v.dtype})")
+        if isinstance(v, (list, tuple)) and depth < 3:
+            inner = ", ".join(desc(u, depth + 1) for u in v)
+            return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+        return repr(v)[:80]
+
     def call(name, f, *args, **kwargs):
+        # Which call hangs or crashes: its description goes to a file the parent reads, and a
+        # C-level watchdog dumps the Python stack and exits if one call takes too long.
+        note = f"{name}({desc(args)[1:-1]}, **{ {k: desc(v) for k, v in kwargs.items()} })"
+        data_ = note.encode()
+        os.pwrite(last_call_fd, data_, 0)
+        os.ftruncate(last_call_fd, len(data_))
+        faulthandler.dump_traceback_later(CALL_TIMEOUT, exit=True)
         try:
             r = f(*args, **kwargs)
         except ALLOWED:
@@ -148,10 +174,15 @@ def _child_main(seconds: float, seed: int) -> int:
             if name not in NOT_IMPLEMENTED_OK:
                 raise
             return None
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+        faulthandler.dump_traceback_later(CALL_TIMEOUT, exit=True)
         try:
             readback(r)
         except ALLOWED:  # e.g. a returned tensor whose values cannot be converted
             pass
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         return r
 
     # -- targets: each is a hypothesis test over st.data()
@@ -359,39 +390,50 @@ def _child_main(seconds: float, seed: int) -> int:
 
 def _limit_memory():
     if "asan" in os.environ.get("LD_PRELOAD", ""):
-        return  # ASan reserves terabytes of shadow: its max_allocation_size caps instead
+        return  # ASan reserves terabytes of shadow: its max_allocation_size_mb caps instead
     import resource
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
 # ---- the test ------------------------------------------------------------------------------
 
-def test_fuzz_public_api():
+def test_fuzz_public_api(tmp_path):
     seconds = float(os.environ.get("EMBER_FUZZ_SECONDS", "20"))
     seed = int(os.environ.get("EMBER_FUZZ_SEED", str(random.randrange(2**31))))
     env = dict(os.environ)
     if "asan" in env.get("LD_PRELOAD", ""):
         env["ASAN_OPTIONS"] = ":".join(filter(None, [
             env.get("ASAN_OPTIONS", ""), "allocator_may_return_null=1",
-            f"max_allocation_size={MEMORY_LIMIT}"]))
+            f"max_allocation_size_mb={MEMORY_LIMIT >> 20}"]))
     # The child imports ember as this process did (PYTHONPATH, installed package).
     import ember
     pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", str(seconds), str(seed)]
+    last_call = tmp_path / "last_call.txt"
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", str(seconds), str(seed),
+           str(last_call)]
+    limit = seconds * 2 + CALL_TIMEOUT * 2 + 120
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=seconds * 3 + 120)
+                           text=True, timeout=limit)
     except subprocess.TimeoutExpired as e:
-        pytest.fail(f"fuzz (seed {seed}) hung past {seconds * 3 + 120:.0f} s:\n"
-                    f"{(e.output or '')[-20000:]}")
+        out = e.output.decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
+        pytest.fail(f"fuzz (EMBER_FUZZ_SEED={seed}) hung past {limit:.0f} s in\n"
+                    f"  {_read(last_call)}\n{out[-20000:]}")
     print(p.stdout[-3000:])
     if p.returncode != 0:
-        pytest.fail(f"fuzz (EMBER_FUZZ_SEED={seed}) failed with exit code {p.returncode}:\n"
-                    + p.stdout[-30000:])
+        pytest.fail(f"fuzz (EMBER_FUZZ_SEED={seed}) failed with exit code {p.returncode}; "
+                    f"last call:\n  {_read(last_call)}\n" + p.stdout[-30000:])
     assert "fuzz: ok" in p.stdout
 
 
-if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "--child":
+def _read(path):
+    try:
+        return path.read_text()[:4000]
+    except OSError:
+        return "(none recorded)"
+
+
+if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--child":
     _limit_memory()
-    sys.exit(_child_main(float(sys.argv[2]), int(sys.argv[3])))
+    sys.exit(_child_main(float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]))

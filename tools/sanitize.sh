@@ -34,6 +34,17 @@ say() { echo "sanitize: $* ($(( $(date +%s) - t0 )) s)"; }
 # ccache (found by CMakeLists.txt) hits across clones at other paths too: -g builds
 # otherwise hash the build directory and the absolute source paths.
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+up_to_date() {  # no source newer than the built products: no need to queue for the lock
+  local p oldest=""
+  for p in "$build/lib/libember_core.so" "$build"/lib/_C*.so "$build/ember_cpp_tests"; do
+    [ -e "$p" ] || return 1
+    if [ -z "$oldest" ] || [ "$p" -ot "$oldest" ]; then oldest=$p; fi
+  done
+  [ -z "$(find csrc tests/cpp cmake CMakeLists.txt -newer "$oldest" -print -quit)" ]
+}
+if up_to_date; then
+  say "build/sanitize is up to date"
+else
 exec 9>/tmp/ember-build.lock
 flock 9
 if [ ! -f "$build/build.ninja" ] && [ ! -f "$build/Makefile" ]; then
@@ -48,6 +59,7 @@ cmake --build "$build" --parallel "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
   --target _C ember_cpp_tests
 flock -u 9
 say "built"
+fi
 
 # The staged package: python/ember's files (symlinked, so edits show) with the
 # sanitizer build's libraries in place of whatever python/ember holds.
@@ -63,8 +75,11 @@ if [ ! -e "$libasan" ]; then echo "sanitize: libasan.so not found (g++ -print-fi
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # Python is not instrumented: its own allocations are not ASan's to leak-check, and
 # libasan is preloaded rather than linked first.
-py_env=(env LD_PRELOAD="$libasan" PYTHONPATH="$stage"
-        ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:verify_asan_link_order=0:abort_on_error=0:max_allocation_size=4294967296
+# libstdc++ is preloaded too: ASan resolves __cxa_throw when it starts, and python itself
+# does not link libstdc++ (else: "CHECK failed: real___cxa_throw != 0" on the first throw).
+libstdcxx=$(readlink -f "$(${CXX:-g++} -print-file-name=libstdc++.so)")
+py_env=(env LD_PRELOAD="$libasan $libstdcxx" PYTHONPATH="$stage"
+        ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:verify_asan_link_order=0:abort_on_error=0:max_allocation_size_mb=4096
         PYTHONMALLOC=malloc PYTHONDONTWRITEBYTECODE=1 OPENBLAS_NUM_THREADS=1)
 
 run_python() {

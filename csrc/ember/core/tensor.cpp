@@ -1,5 +1,7 @@
 #include "ember/core/tensor.h"
 
+#include <cstring>
+
 #include <sstream>
 
 #include "ember/autograd/grad_mode.h"
@@ -173,8 +175,12 @@ static std::shared_ptr<TensorImpl> new_impl(Storage st, DType dtype, Shape sizes
 Tensor empty(const Shape& sizes, DType dtype, Device device) {
   int64_t n = checked_numel(sizes);
   int64_t nbytes = checked_mul(n, element_size(dtype), "empty");
-  return Tensor(new_impl(make_storage(size_t(nbytes), device), dtype, sizes,
-                         contiguous_strides(sizes), 0, n));
+  Tensor t(new_impl(make_storage(size_t(nbytes), device), dtype, sizes, contiguous_strides(sizes),
+                    0, n));
+  // A byte other than 0 or 1 is not a bool (loading one is UB, as UBSan reports for
+  // empty(dtype=bool).tolist()): bool storage on the CPU starts out false.
+  if (dtype == DType::Bool && device.is_cpu() && nbytes) std::memset(t.data_ptr(), 0, size_t(nbytes));
+  return t;
 }
 
 // Checks that every element a view can address lies inside its storage.

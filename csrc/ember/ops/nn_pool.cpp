@@ -108,6 +108,10 @@ PoolDim sliding_dim(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, in
 }
 
 PoolDim adaptive_dim(int64_t in, int64_t out) {
+  // The geometry holds ~3 int64 per output position: a huge output_size (2**32) fails here as
+  // the allocation would (RuntimeError), before looping over it (found by tests/test_fuzz.py).
+  (void)empty(Shape{checked_mul(checked_add(out, 1, "adaptive pool"), 3, "adaptive pool")},
+              DType::Int64, Device(DeviceType::CPU));
   PoolDim r;
   r.in = in;
   r.ptr.push_back(0);

@@ -17,6 +17,11 @@ Tensor cpu_for_read(const Tensor& t) { return to_device(t, Device()); }
 py::object element_to_py(DType dt, const char* p) {
   return dispatch_all(dt, "item", [&](auto tag) -> py::object {
     using T = typename decltype(tag)::type;
+    if constexpr (std::is_same<T, bool>::value) {
+      uint8_t byte;  // any nonzero byte reads as True, without loading a non-bool as bool
+      std::memcpy(&byte, p, 1);
+      return py::bool_(byte != 0);
+    }
     T v;
     std::memcpy(&v, p, sizeof(T));
     if constexpr (std::is_same<T, bool>::value) return py::bool_(v);
@@ -35,7 +40,11 @@ py::object item(const Tensor& t) {
 
 py::object tolist_rec(const Tensor& t, int64_t dim, const char* p) {
   if (dim == t.dim()) return element_to_py(t.dtype(), p);
-  int64_t n = t.sizes()[dim], st = t.strides()[dim] * t.element_size();
+  // The stride of an empty tensor or of a size-1 dim may be anything (zeros(0, 1, 2**63 - 1),
+  // as_strided([1], [2**62])) and is never stepped: no address arithmetic with it (found by
+  // tests/test_fuzz.py). Otherwise every element lies in the storage, so st cannot overflow.
+  const int64_t n = t.sizes()[dim];
+  const int64_t st = t.numel() && n > 1 ? t.strides()[dim] * t.element_size() : 0;
   py::list l(n);
   for (int64_t i = 0; i < n; ++i) PyList_SET_ITEM(l.ptr(), i, tolist_rec(t, dim + 1, p + i * st).release().ptr());
   return std::move(l);
