@@ -445,6 +445,21 @@ def test_to_and_dtype_conversions_keep_parameter_identity():
     assert y.dtype == ember.float32
 
 
+def test_conversion_while_an_old_graph_is_alive():
+    # The first graph (kept alive by `loss`) holds the leaves' AccumulateGrad nodes; after
+    # .double() the next backward must still produce float64 gradients (torch's set_data
+    # drops the stale accumulator).
+    lin = Lin(3, 2)
+    x = ember.randn(4, 3)
+    loss = lin(x).sum()
+    loss.backward()
+    lin.zero_grad()
+    lin.double()
+    lin(x.double()).sum().backward()
+    assert lin.weight.grad.dtype == ember.float64 and lin.bias.grad.dtype == ember.float64
+    assert loss.grad_fn is not None
+
+
 def test_apply_and_to_empty():
     net = _net()
     seen = []
