@@ -460,6 +460,20 @@ def test_conversion_while_an_old_graph_is_alive():
     assert loss.grad_fn is not None
 
 
+def test_flatten_of_already_flat_activations_keeps_gradients():
+    # nn.Flatten on an (N, F) activation is flatten(1) with start == end: it must not cut
+    # the graph (it returned a detached alias once).
+    class Flat(nn.Module):
+        def forward(self, x):
+            return x.flatten(1)
+
+    net = nn.Sequential(Lin(3, 4), Flat(), Lin(4, 2))
+    net(ember.randn(5, 3)).sum().backward()
+    assert net[0].weight.grad is not None and float(net[0].weight.grad.abs().sum()) > 0
+    x = ember.randn(2, 3, requires_grad=True)
+    assert x.flatten(1) is x and x.flatten(0, 0) is x
+
+
 def test_apply_and_to_empty():
     net = _net()
     seen = []
