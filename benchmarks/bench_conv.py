@@ -10,6 +10,8 @@ Each library is warmed up and timed as the median of several calls; PyTorch runs
 in a subprocess (the PyPI build at /work/torchvenv/bin/python when present, else
 Debian's /usr/bin/python3) after ember is done, so the two never share the cores.
 Prints times and ember's time relative to PyTorch's (< 1.0 means ember is faster).
+On a shared, loaded machine wall-clock medians swing several-fold; with --threads 1,
+--clock process measures the process's CPU time instead (both libraries alike).
 This is a measurement, not a test: nothing is asserted.
 """
 import json
@@ -30,11 +32,12 @@ CASES = [  # name, (N, Cin, H, W), (Cout, Cin, kh, kw), padding
 # Shared with the PyTorch worker (sent as source): the timing loop and the cases.
 BODY = '''
 import time
+CLOCK = time.perf_counter
 def median_seconds(fn, reps=15):
     fn(); fn()  # warm-up: allocator, BLAS buffers, thread start
     ts = []
     for _ in range(reps):
-        t0 = time.perf_counter(); fn(); ts.append(time.perf_counter() - t0)
+        t0 = CLOCK(); fn(); ts.append(CLOCK() - t0)
     ts.sort()
     return ts[len(ts) // 2]
 
@@ -55,6 +58,8 @@ TORCH_SCRIPT = BODY + '''
 import json, sys, torch
 import torch.nn.functional as F
 threads = int(sys.argv[1]); cases = json.loads(sys.argv[2])
+if sys.argv[3] == "process":
+    CLOCK = time.process_time
 torch.set_num_threads(threads)
 g = torch.Generator().manual_seed(0)
 make = lambda s: torch.randn(*s, generator=g)
@@ -65,7 +70,10 @@ print(json.dumps({"version": torch.__version__, "threads": torch.get_num_threads
 
 
 def main():
-    args = _common.base_parser(__doc__.split("\n\n")[0]).parse_args()
+    parser = _common.base_parser(__doc__.split("\n\n")[0])
+    parser.add_argument("--clock", choices=("wall", "process"), default="wall",
+                        help="wall-clock time, or process CPU time (meaningful with --threads 1)")
+    args = parser.parse_args()
     _common.pin_threads(args.threads)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import subprocess
@@ -76,6 +84,8 @@ def main():
     cases = [c for c in CASES if not args.cases or any(s in c[0] for s in args.cases)]
     ns = {}
     exec(BODY, ns)
+    if args.clock == "process":
+        ns["CLOCK"] = ns["time"].process_time
     ember.manual_seed(0)
     times = ns["run_cases"](ember, F, cases, lambda s: ember.randn(*s))
 
@@ -83,7 +93,8 @@ def main():
     py = VENV_TORCH if os.path.exists(VENV_TORCH) else _common.TORCH_PYTHON
     if not args.no_torch and os.path.exists(py):
         env = dict(os.environ, PYTHONPATH="", OMP_NUM_THREADS=str(args.threads))
-        r = subprocess.run([py, "-c", TORCH_SCRIPT, str(args.threads), json.dumps(cases)],
+        r = subprocess.run([py, "-c", TORCH_SCRIPT, str(args.threads), json.dumps(cases),
+                            args.clock],
                            capture_output=True, text=True, env=env)
         if r.returncode == 0:
             res = json.loads(r.stdout.strip().splitlines()[-1])
@@ -96,7 +107,7 @@ def main():
         tt = torch_times.get(k)
         rows.append([k, _common.fmt_time(v), _common.fmt_time(tt),
                      f"{v / tt:.2f}x" if tt else "n/a"])
-    _common.print_table(f"conv2d float32, {args.threads} threads; {label}",
+    _common.print_table(f"conv2d float32, {args.threads} threads, {args.clock} time; {label}",
                         ["case", "ember", "torch", "ember/torch"], rows)
 
 

@@ -94,6 +94,22 @@ def test_conv2d_matches_numpy(device, rng, kw, dtype):
     np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=tol, atol=tol)
 
 
+def test_conv_1x1_uses_images_as_columns(device, rng):
+    x = rng.standard_normal((3, 4, 5, 6))
+    w = rng.standard_normal((6, 2, 1, 1))
+    b = rng.standard_normal(6)
+    got = F.conv2d(t(x, device), t(w, device), t(b, device), groups=2)
+    np.testing.assert_allclose(got.numpy(), np_conv(x, w, b, groups=2), atol=1e-12)
+    xe, we, be = t(x, device, grad=True), t(w, device, grad=True), t(b, device, grad=True)
+    fn = lambda a, b_, c: F.conv2d(a, b_, c, groups=2)  # noqa: E731
+    assert gradcheck(fn, (xe, we, be))
+    assert gradgradcheck(fn, (xe, we, be))
+    np.testing.assert_allclose(
+        F.conv_transpose1d(t(x[:, :, 0], device), t(w[:4, :, :, 0].copy(), device),
+                           groups=2).numpy(),
+        np_conv_t(x[:, :, 0], w[:4, :, :, 0], None, groups=2), atol=1e-12)
+
+
 def test_conv1d_conv3d_match_numpy(device, rng):
     x = rng.standard_normal((2, 3, 11))
     w = rng.standard_normal((4, 3, 3))
@@ -523,3 +539,24 @@ def test_conv_half_precision(rng):
         got = F.conv2d(t(x, dtype=dt), t(w, dtype=dt), padding=1)
         assert got.dtype == dt
         np.testing.assert_allclose(got.float().numpy(), ref, atol=0.3, rtol=0.05)
+
+
+def test_tutorial_cnn_with_library_layers(device):
+    # The tutorial's CNN: conv/relu/pool twice, flatten, linear, cross-entropy, SGD.
+    import ember.nn as nn
+    import ember.optim as optim
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(6, 16, 5), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+                          nn.Linear(16, 10)).to(device)
+    x = ember.randn(64, 1, 14, 14, device=device)
+    y = ember.randint(0, 10, (64,), device=device)
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for _ in range(40):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    assert losses[-1] < 0.8 * losses[0], losses

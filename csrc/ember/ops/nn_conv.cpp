@@ -48,7 +48,17 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double beta) {
   gemm_stub.get(c.device())(c, a, b, Scalar(beta), Scalar(1.0));
 }
 
+// A 1x1 kernel with unit stride and no padding: an image's columns are the image
+// itself ([C, L] = [C, in]), so one-image chunks need no im2col/col2im at all.
+bool identity_cols(const ConvSpec& s) {
+  for (int i = 0; i < 3; ++i)
+    if (s.g.k[i] != 1 || s.g.stride[i] != 1 || s.g.pad[i] != 0 || s.g.in[i] != s.g.out[i])
+      return false;
+  return true;
+}
+
 int64_t chunk_size(const ConvSpec& s, int64_t n, int64_t elem) {
+  if (identity_cols(s)) return 1;
   const int64_t per = checked_mul(checked_mul(s.g.channels, s.g.k_numel(), "convolution"),
                                   checked_mul(s.g.out_numel(), elem, "convolution"), "convolution");
   return std::max<int64_t>(1, std::min<int64_t>(n, kColsBudget / std::max<int64_t>(per, 1)));
@@ -67,6 +77,8 @@ Tensor bias_view(const Tensor& bias, int64_t nsp) {
 }
 
 Tensor cols_for(const Tensor& xc, int64_t n0, int64_t nb, const ConvSpec& s) {
+  if (nb == 1 && identity_cols(s))
+    return rows_view(batch_view(xc, n0, 1), 0, s.g.channels, s.g.out_numel());
   Tensor cols =
       empty(Shape{s.g.channels * s.g.k_numel(), nb * s.g.out_numel()}, xc.dtype(), xc.device());
   im2col_stub.get(xc.device())(cols, batch_view(xc, n0, nb), s.g);
@@ -133,13 +145,15 @@ Tensor conv_backward_input_raw(const Tensor& gy, const Tensor& w, const Tensor& 
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
       const int64_t nb = std::min(chunk, N - n0);
       Tensor g2 = gy_cnl(gyc, n0, nb, s);
-      Tensor gcols = empty(Shape{C * s.g.k_numel(), nb * L}, gy.dtype(), gy.device());
+      const bool direct = nb == 1 && identity_cols(s);  // gx's image is its columns
+      Tensor gcols = direct ? rows_view(batch_view(gx, n0, 1), 0, C, L)
+                            : empty(Shape{C * s.g.k_numel(), nb * L}, gy.dtype(), gy.device());
       for (int64_t gi = 0; gi < G; ++gi)
         gemm(rows_view(gcols, gi * Kg, Kg, nb * L), t(rows_view(wc, gi * Cog, Cog, Kg)),
              make_view(g2, Shape{Cog, nb * L}, g2.strides(),
                        g2.storage_offset() + gi * Cog * g2.strides()[0]),
              0.0);
-      col2im_stub.get(gy.device())(batch_view(gx, n0, nb), gcols, s.g);
+      if (!direct) col2im_stub.get(gy.device())(batch_view(gx, n0, nb), gcols, s.g);
     }
   }
   if (bias.defined()) binary_(BinaryOp::add, gx, bias_view(bias, s.nsp));
@@ -165,6 +179,42 @@ Tensor conv_backward_weight_raw(const Tensor& x, const Tensor& gy, const ConvSpe
     }
   }
   return view(gw, s.weight_sizes);
+}
+
+std::pair<Tensor, Tensor> conv_backward_both_raw(const Tensor& x, const Tensor& w, const Tensor& gy,
+                                                 const ConvSpec& s) {
+  // The input and weight gradients of one convolution in one pass over the batch:
+  // each chunk's grad_output is moved to [Co, nb*L] once and read by both GEMMs.
+  const int64_t N = x.sizes()[0], G = s.groups, Co = s.cout, L = s.g.out_numel();
+  const int64_t C = s.g.channels, Kg = C / G * s.g.k_numel(), Cog = Co / G;
+  if (Cog == 0 || Kg == 0 || N * L == 0)
+    return {conv_backward_input_raw(gy, w, Tensor(), s), conv_backward_weight_raw(x, gy, s)};
+  Tensor gx = empty(with_spatial(N, C, s.g.in, s.nsp), x.dtype(), x.device());
+  Tensor gw = zeros(Shape{Co, Kg}, x.dtype(), x.device());
+  const Tensor xc = contiguous(x), wc = contiguous(w), gyc = contiguous(gy);
+  const int64_t chunk = chunk_size(s, N, x.element_size());
+  for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+    const int64_t nb = std::min(chunk, N - n0);
+    Tensor g2 = gy_cnl(gyc, n0, nb, s);
+    auto g2_rows = [&](int64_t gi) {
+      return make_view(g2, Shape{Cog, nb * L}, g2.strides(),
+                       g2.storage_offset() + gi * Cog * g2.strides()[0]);
+    };
+    Tensor cols = cols_for(xc, n0, nb, s);
+    for (int64_t gi = 0; gi < G; ++gi)
+      gemm(rows_view(gw, gi * Cog, Cog, Kg), g2_rows(gi), t(rows_view(cols, gi * Kg, Kg, nb * L)),
+           1.0);
+    // Identity columns (1x1 kernels) come one image at a time and are views of x: the
+    // input gradient then goes straight into gx. Otherwise cols is a fresh buffer that
+    // the weight GEMM has finished with, reused for the input gradient's columns.
+    const bool direct = identity_cols(s);
+    Tensor gcols = direct ? rows_view(batch_view(gx, n0, 1), 0, C, L) : cols;
+    for (int64_t gi = 0; gi < G; ++gi)
+      gemm(rows_view(gcols, gi * Kg, Kg, nb * L), t(rows_view(wc, gi * Cog, Cog, Kg)), g2_rows(gi),
+           0.0);
+    if (!direct) col2im_stub.get(x.device())(batch_view(gx, n0, nb), gcols, s.g);
+  }
+  return {gx, view(gw, s.weight_sizes)};
 }
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "ember/core/tensor.h"
 #include "ember/kernels/stubs/nn_conv.h"
@@ -40,6 +41,13 @@ Tensor conv_backward_input(const Tensor& gy, const Tensor& w, const Tensor& bias
                            const char* node_name);
 /// gw [cout, C/groups, k...] = conv's adjoint in w applied to gy, at x.
 Tensor conv_backward_weight(const Tensor& x, const Tensor& gy, const ConvSpec& s);
+
+namespace detail {
+/// Both gradients of y = conv(x, w) at once, without autograd (the backward of a
+/// backward that does not create a graph): each chunk's grad_output is moved once.
+std::pair<Tensor, Tensor> conv_backward_both_raw(const Tensor& x, const Tensor& w, const Tensor& gy,
+                                                 const ConvSpec& s);
+}  // namespace detail
 
 /// torch.nn.functional.unfold: [N, C, H, W] (or [C, H, W]) -> [N, C*kh*kw, L].
 Tensor im2col(const Tensor& input, const Shape& kernel_size, const Shape& dilation,

@@ -2,6 +2,9 @@
 // differentiable primitives so that create_graph=True works to any order.
 #include "ember/autograd/derivatives/nn_conv.h"
 
+#include <tuple>
+
+#include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/reduce.h"
 
@@ -36,17 +39,23 @@ void save_if(LambdaNode& n, const Tensor& t, bool needed) {
 
 void record_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvSpec& s,
                          const Tensor& y) {
-  auto node = record("ConvolutionBackward0", {&x, &w, &bias}, y,
-                     [s](LambdaNode& n, variable_list&& g) -> variable_list {
-                       Tensor gx, gw, gb;
-                       if (n.should_compute_output(0))
-                         gx = conv_backward_input(g[0], n.unpack(1), Tensor(), s,
-                                                  "ConvolutionBackwardBackward0");
-                       if (n.should_compute_output(1))
-                         gw = conv_backward_weight(n.unpack(0), g[0], s);
-                       if (n.should_compute_output(2)) gb = bias_grad(g[0]);
-                       return {gx, gw, gb};
-                     });
+  auto node = record(
+      "ConvolutionBackward0", {&x, &w, &bias}, y,
+      [s](LambdaNode& n, variable_list&& g) -> variable_list {
+        Tensor gx, gw, gb;
+        if (!grad_enabled() && n.should_compute_output(0) && n.should_compute_output(1)) {
+          // no graph to build: both gradients in one pass
+          std::tie(gx, gw) = detail::conv_backward_both_raw(n.unpack(0), n.unpack(1), g[0], s);
+          if (n.should_compute_output(2)) gb = bias_grad(g[0]);
+          return {gx, gw, gb};
+        }
+        if (n.should_compute_output(0))
+          gx = conv_backward_input(g[0], n.unpack(1), Tensor(), s, "ConvolutionBackwardBackward0");
+        if (n.should_compute_output(1)) gw = conv_backward_weight(n.unpack(0), g[0], s);
+        if (n.should_compute_output(2)) gb = bias_grad(g[0]);
+        return {gx, gw, gb};
+      });
+  // x is read by the weight gradient, w by the input gradient (and both by the fused path)
   save_if(*node, x, node->should_compute_output(1));
   save_if(*node, w, node->should_compute_output(0));
 }
