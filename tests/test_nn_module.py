@@ -445,6 +445,35 @@ def test_to_and_dtype_conversions_keep_parameter_identity():
     assert y.dtype == ember.float32
 
 
+def test_conversion_while_an_old_graph_is_alive():
+    # The first graph (kept alive by `loss`) holds the leaves' AccumulateGrad nodes; after
+    # .double() the next backward must still produce float64 gradients (torch's set_data
+    # drops the stale accumulator).
+    lin = Lin(3, 2)
+    x = ember.randn(4, 3)
+    loss = lin(x).sum()
+    loss.backward()
+    lin.zero_grad()
+    lin.double()
+    lin(x.double()).sum().backward()
+    assert lin.weight.grad.dtype == ember.float64 and lin.bias.grad.dtype == ember.float64
+    assert loss.grad_fn is not None
+
+
+def test_flatten_of_already_flat_activations_keeps_gradients():
+    # nn.Flatten on an (N, F) activation is flatten(1) with start == end: it must not cut
+    # the graph (it returned a detached alias once).
+    class Flat(nn.Module):
+        def forward(self, x):
+            return x.flatten(1)
+
+    net = nn.Sequential(Lin(3, 4), Flat(), Lin(4, 2))
+    net(ember.randn(5, 3)).sum().backward()
+    assert net[0].weight.grad is not None and float(net[0].weight.grad.abs().sum()) > 0
+    x = ember.randn(2, 3, requires_grad=True)
+    assert x.flatten(1) is x and x.flatten(0, 0) is x
+
+
 def test_apply_and_to_empty():
     net = _net()
     seen = []

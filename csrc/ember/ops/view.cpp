@@ -396,7 +396,7 @@ Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
   end = wrap_dim(end, n);
   EMBER_CHECK(start <= end, "flatten() has invalid args: start_dim cannot come after end_dim");
   if (n == 0) return reshape(a, Shape{1});
-  if (start == end) return make_view(a, a.sizes(), a.strides(), a.storage_offset());
+  if (start == end) return a;  // as torch: self (a fresh view here lost autograd)
   Shape s;
   for (int64_t i = 0; i < start; ++i) s.push_back(a.sizes()[i]);
   int64_t m = 1;

@@ -322,6 +322,12 @@ void init_autograd(py::module_& m) {
       }, [](const Tensor& t, const Tensor& src) {
         // Replace the data in place without touching autograd metadata (as `x.data = y`).
         EMBER_CHECK(src.dtype() == t.dtype() || true, "data: dtype mismatch");
+        // As torch's set_data: a cached AccumulateGrad (kept alive by an old graph) records
+        // the leaf's dtype/device/shape, so drop it when they change (Module.double(), .to()).
+        if (auto* m = autograd::meta(t)) {
+          if (src.dtype() != t.dtype() || src.device() != t.device() || src.sizes() != t.sizes())
+            m->grad_accumulator.reset();
+        }
         TensorImpl* dst = t.impl();
         dst->storage = src.storage();
         dst->sizes = src.sizes();
