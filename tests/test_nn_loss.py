@@ -176,6 +176,14 @@ def test_nll_cross_entropy_errors(device):
         F.cross_entropy(t(np.zeros((2, 3, 4)), device=device), idx(np.zeros((2, 3)), device))
 
 
+def test_weight_is_not_differentiable(device):
+    x = t(np.zeros((2, 3)), device=device, rg=True)
+    w = t([1.0, 2.0, 3.0], device=device, rg=True)
+    loss = F.cross_entropy(x, idx([0, 2], device), weight=w)
+    with pytest.raises(RuntimeError, match="the derivative for 'weight' is not implemented"):
+        loss.backward()
+
+
 def test_ignore_all_mean_is_nan(device):
     x = t(np.zeros((2, 3)), device=device)
     assert math.isnan(F.cross_entropy(x, idx([-100, -100], device)).item())

@@ -1,6 +1,7 @@
 """nn modules: activations, as torch.nn (the math is C++, through nn.functional)."""
 from .. import functional as F
-from ._base import Module, Parameter
+from ..parameter import Parameter
+from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "SiLU", "Mish", "Hardsigmoid", "Hardswish", "GELU", "Sigmoid", "Tanh", "Hardshrink", "Softshrink", "Tanhshrink", "Softplus", "Softsign", "LogSigmoid", "GLU", "Hardtanh", "Threshold", "PReLU", "Softmax", "LogSoftmax", "Softmin"]
 
