@@ -131,3 +131,20 @@ def test_implicit_dim_like_torch(device):
     with pytest.warns(UserWarning):
         r = F.softmax(x)
     np.testing.assert_allclose(r.cpu().numpy(), np.full((2, 3), 1 / 3))
+
+
+def test_float32_accuracy_over_the_exp_range(device):
+    # the float kernels use a polynomial exp: compare with float64 over its whole range
+    a = np.linspace(-100, 100, 4001).astype(np.float32).reshape(1, -1)
+    got = ember.softmax(t(a, ember.float32, device), 1).cpu().numpy().astype(np.float64)
+    ref = np_softmax(a.astype(np.float64), 1)
+    big = ref > 1e-30
+    # (x - max) rounds to float32 first: ~|x - max| * 2^-24 relative error at the far end
+    np.testing.assert_allclose(got[big], ref[big], rtol=1e-5)
+    assert (got[~big] < 1e-30).all()
+    ls = ember.log_softmax(t(a, ember.float32, device), 1).cpu().numpy()
+    np.testing.assert_allclose(ls, np_log_softmax(a.astype(np.float64), 1), rtol=1e-6, atol=1e-4)
+    x = np.array([[-np.inf, 0.0, 88.0, np.nan]], dtype=np.float32)
+    r = ember.softmax(t(x[:, :3], ember.float32, device), 1).cpu().numpy()
+    np.testing.assert_allclose(r, [[0.0, np.exp(-88.0), 1.0]], rtol=1e-6)
+    assert np.isnan(ember.softmax(t(x, ember.float32, device), 1).cpu().numpy()).all()

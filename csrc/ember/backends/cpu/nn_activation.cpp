@@ -2,6 +2,10 @@
 // for the max, one for the sum of exponentials, one to write, all in opmath.
 // A reduction over the last dim works on rows; over another dim it walks blocks
 // of the contiguous inner dim so the loops stay unit-stride.
+// Float compares may be if-converted into SIMD selects: without this the compiler
+// keeps the branch-free exp / max loops of nn_vec.h scalar (FP exceptions are never
+// inspected in ember).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 #include <limits>

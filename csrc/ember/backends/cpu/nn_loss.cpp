@@ -1,5 +1,9 @@
 // CPU kernels of the losses: nll / fused log_softmax + nll over rows (forward and
 // backward) and the CTC forward-backward dynamic program in log space.
+// Float compares may be if-converted into SIMD selects: without this the compiler
+// keeps the branch-free exp / max loops of nn_vec.h scalar (FP exceptions are never
+// inspected in ember).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -1,6 +1,10 @@
 // CPU kernels of the normalizations: row statistics with a two-pass (mean, then
 // centered squares) variance accumulated in double, the row backward, and the
 // per-channel statistics / gradient sums / affine of batch norm.
+// Float compares may be if-converted into SIMD selects: without this the compiler
+// keeps the branch-free exp / max loops of nn_vec.h scalar (FP exceptions are never
+// inspected in ember).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 
