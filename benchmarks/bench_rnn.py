@@ -81,6 +81,7 @@ def worker(lib_name, threads, repeat, names):
         version = lib.__version__
     else:
         import ember as lib
+        import ember.nn.functional  # noqa: F401
         lib.set_num_threads(threads)
         version = "ember"
     times = {}

@@ -16,6 +16,8 @@
 // output, lse (-inf) and gradients are 0 (PyTorch's CPU flash kernel does the
 // same). Head sizes 32/64/128 get compile-time loop bounds so the inner loops
 // keep their accumulators in registers.
+// See backends/cpu/nn_rnn.cpp: lets GCC vectorize the exp loops.
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -44,37 +46,62 @@ void pack(T* dst, const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t 
     for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[r * rs + c * cs];
 }
 
-// s[j] = sum_d a[d] * bt[d * ld + j] for j < kBK (bt rows hold kBK valid columns).
+// s[j] = sum_d a[d] * bt[d * kBK + j] for j < nb: one row of scores against a
+// packed block of kBK keys (bt is the block's [D, kBK] transpose, zero-padded).
 template <typename T, int DC>
-inline void row_times_block(T* s, const T* a, const T* bt, int64_t ld, int64_t D) {
+inline void scores(T* __restrict__ s, const T* __restrict__ a, const T* __restrict__ bt, int64_t D,
+                   int64_t nb) {
   const int64_t n = DC ? DC : D;
   T acc[kBK];
   for (int64_t j = 0; j < kBK; ++j) acc[j] = T(0);
   for (int64_t d = 0; d < n; ++d) {
     const T ad = a[d];
-    const T* b = bt + d * ld;
+    const T* __restrict__ b = bt + d * kBK;
     for (int64_t j = 0; j < kBK; ++j) acc[j] += ad * b[j];
   }
-  for (int64_t j = 0; j < kBK; ++j) s[j] = acc[j];
+  for (int64_t j = 0; j < nb; ++j) s[j] = acc[j];
 }
 
-// Same for a partial block of nb < kBK columns.
-template <typename T>
-inline void row_times_block_tail(T* s, const T* a, const T* bt, int64_t ld, int64_t D, int64_t nb) {
-  for (int64_t j = 0; j < nb; ++j) s[j] = T(0);
-  for (int64_t d = 0; d < D; ++d) {
-    const T ad = a[d];
-    const T* b = bt + d * ld;
-    for (int64_t j = 0; j < nb; ++j) s[j] += ad * b[j];
+// o[e] += sum_j p[j] * v[j * n + e] (n = Ev).
+template <typename T, int DC>
+inline void accumulate_rows(T* __restrict__ o, const T* __restrict__ p, const T* __restrict__ v,
+                            int64_t nb, int64_t Ev, int64_t pstride = 1) {
+  if constexpr (DC > 0) {
+    T acc[DC];
+    for (int64_t e = 0; e < DC; ++e) acc[e] = o[e];
+    for (int64_t j = 0; j < nb; ++j) {
+      const T pj = p[j * pstride];
+      const T* __restrict__ vr = v + j * DC;
+      for (int64_t e = 0; e < DC; ++e) acc[e] += pj * vr[e];
+    }
+    for (int64_t e = 0; e < DC; ++e) o[e] = acc[e];
+  } else {
+    for (int64_t j = 0; j < nb; ++j) {
+      const T pj = p[j * pstride];
+      const T* __restrict__ vr = v + j * Ev;
+      for (int64_t e = 0; e < Ev; ++e) o[e] += pj * vr[e];
+    }
   }
 }
 
-template <typename T, int DC>
-inline void scores(T* s, const T* a, const T* bt, int64_t ld, int64_t D, int64_t nb) {
-  if (nb == kBK)
-    row_times_block<T, DC>(s, a, bt, ld, D);
-  else
-    row_times_block_tail<T>(s, a, bt, ld, D, nb);
+template <typename T>
+inline void exp_shift(T* __restrict__ s, T shift, int64_t nb) {
+  for (int64_t j = 0; j < nb; ++j) s[j] = nnmath::exp_(s[j] - shift);
+}
+
+// Packs the [S, D] matrix src (strides rs, cs) as blocks of kBK rows, each stored
+// transposed [D, kBK] and zero-padded: dst[(jb * D + d) * kBK + jj] = src[jb * kBK + jj, d].
+template <typename T>
+void pack_blocked_t(T* dst, const T* src, int64_t S, int64_t D, int64_t rs, int64_t cs) {
+  const int64_t nblk = (S + kBK - 1) / kBK;
+  for (int64_t jb = 0; jb < nblk; ++jb)
+    for (int64_t d = 0; d < D; ++d) {
+      T* out = dst + (jb * D + d) * kBK;
+      for (int64_t jj = 0; jj < kBK; ++jj) {
+        const int64_t j = jb * kBK + jj;
+        out[jj] = j < S ? src[j * rs + d * cs] : T(0);
+      }
+    }
 }
 
 template <typename T>
@@ -110,10 +137,10 @@ void fwd_impl(const SdpaFwdArgs& a) {
     T s[kBK];
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t b = task / Hq, h = task % Hq, hk = h / group;
-      const T* kb = kp + b * gk.s0 + hk * gk.s1;
-      for (int64_t d = 0; d < E; ++d)
-        for (int64_t j = 0; j < S; ++j) kt[size_t(d * Sp + j)] = kb[j * gk.s2 + d * gk.s3];
-      pack(vv.data(), vp + b * gv.s0 + hk * gv.s1, S, Ev, gv.s2, gv.s3);
+      if (h % group == 0 || task == t0) {  // K and V are shared by the group's heads
+        pack_blocked_t(kt.data(), kp + b * gk.s0 + hk * gk.s1, S, E, gk.s2, gk.s3);
+        pack(vv.data(), vp + b * gv.s0 + hk * gv.s1, S, Ev, gv.s2, gv.s3);
+      }
       for (int64_t i = 0; i < L; ++i) {
         const T* qrow = qp + b * gq.s0 + h * gq.s1 + i * gq.s2;
         for (int64_t d = 0; d < E; ++d) qs[size_t(d)] = qrow[d * gq.s3] * scale;
@@ -123,7 +150,7 @@ void fwd_impl(const SdpaFwdArgs& a) {
         const int64_t jend = a.causal ? std::min(S, i + 1) : S;
         for (int64_t j0 = 0; j0 < jend; j0 += kBK) {
           const int64_t nb = std::min(kBK, jend - j0);
-          scores<T, DC>(s, qs.data(), kt.data() + j0, Sp, E, nb);
+          scores<T, DC>(s, qs.data(), kt.data() + j0 * E, E, nb);
           add_mask_and_causal(s, mrow, gm.s3, j0, nb, false, i);
           T bm = ninf;
           for (int64_t j = 0; j < nb; ++j) bm = std::max(bm, s[j]);
@@ -135,15 +162,9 @@ void fwd_impl(const SdpaFwdArgs& a) {
             for (int64_t e = 0; e < Ev; ++e) o[size_t(e)] *= alpha;
             m = mn;
           }
-          for (int64_t j = 0; j < nb; ++j) s[j] = nnmath::exp_(s[j] - m);
-          const int64_t ne = DC ? DC : Ev;
-          for (int64_t j = 0; j < nb; ++j) {
-            const T pj = s[j];
-            l += pj;
-            const T* vr = vv.data() + (j0 + j) * ne;
-            T* oo = o.data();
-            for (int64_t e = 0; e < ne; ++e) oo[e] += pj * vr[e];
-          }
+          exp_shift(s, m, nb);
+          for (int64_t j = 0; j < nb; ++j) l += s[j];
+          accumulate_rows<T, DC>(o.data(), s, vv.data() + j0 * Ev, nb, Ev);
         }
         T* orow = op + ((b * Hq + h) * L + i) * Ev;
         if (l == T(0)) {
@@ -191,10 +212,8 @@ void bwd_impl(const SdpaBwdArgs& a) {
       const int64_t b = task / Hk, hk = task % Hk;
       const T* kb = kp + b * gk.s0 + hk * gk.s1;
       const T* vb = vp + b * gv.s0 + hk * gv.s1;
-      for (int64_t d = 0; d < E; ++d)
-        for (int64_t j = 0; j < S; ++j) kt[size_t(d * Sp + j)] = kb[j * gk.s2 + d * gk.s3];
-      for (int64_t e = 0; e < Ev; ++e)
-        for (int64_t j = 0; j < S; ++j) vt[size_t(e * Sp + j)] = vb[j * gv.s2 + e * gv.s3];
+      pack_blocked_t(kt.data(), kb, S, E, gk.s2, gk.s3);
+      pack_blocked_t(vt.data(), vb, S, Ev, gv.s2, gv.s3);
       pack(kk.data(), kb, S, E, gk.s2, gk.s3);
       std::fill(dk.begin(), dk.end(), T(0));
       std::fill(dv.begin(), dv.end(), T(0));
@@ -226,35 +245,25 @@ void bwd_impl(const SdpaBwdArgs& a) {
                 for (int64_t j = 0; j < nb; ++j) pr[j] = dsr[j] = T(0);
                 continue;
               }
-              scores<T, DC>(pr, qs.data() + ii * E, kt.data() + j0, Sp, E, nb);
+              scores<T, DC>(pr, qs.data() + ii * E, kt.data() + j0 * E, E, nb);
               const T* mrow = has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr;
               add_mask_and_causal(pr, mrow, gm.s3, j0, nb, a.causal, i);
-              for (int64_t j = 0; j < nb; ++j) pr[j] = nnmath::exp_(pr[j] - li);
-              scores<T, DC>(dp, gop + (bh * L + i) * Ev, vt.data() + j0, Sp, Ev, nb);
+              exp_shift(pr, li, nb);
+              scores<T, DC>(dp, gop + (bh * L + i) * Ev, vt.data() + j0 * Ev, Ev, nb);
               const T Di = Dv[size_t(ii)];
               for (int64_t j = 0; j < nb; ++j) dsr[j] = pr[j] * (dp[j] - Di);
             }
             // dV[j] += sum_i P[i, j] dO[i];  dK[j] += sum_i dS[i, j] qs[i]
+            const T* dob = gop + (bh * L + i0) * Ev;
             for (int64_t j = 0; j < nb; ++j) {
-              T* dvr = dv.data() + (j0 + j) * nEv;
-              T* dkr = dk.data() + (j0 + j) * nE;
-              for (int64_t ii = 0; ii < nq; ++ii) {
-                const T pij = P[size_t(ii * kBK + j)], sij = dS[size_t(ii * kBK + j)];
-                const T* grow = gop + (bh * L + i0 + ii) * Ev;
-                const T* qrow = qs.data() + ii * E;
-                for (int64_t e = 0; e < nEv; ++e) dvr[e] += pij * grow[e];
-                for (int64_t d = 0; d < nE; ++d) dkr[d] += sij * qrow[d];
-              }
+              accumulate_rows<T, DC>(dv.data() + (j0 + j) * Ev, P.data() + j, dob, nq, Ev, kBK);
+              accumulate_rows<T, DC>(dk.data() + (j0 + j) * E, dS.data() + j, qs.data(), nq, E,
+                                     kBK);
             }
             // dQ[i] += sum_j dS[i, j] K[j]
-            for (int64_t ii = 0; ii < nq; ++ii) {
-              T* dqr = dq.data() + ii * E;
-              for (int64_t j = 0; j < nb; ++j) {
-                const T sij = dS[size_t(ii * kBK + j)];
-                const T* kr = kk.data() + (j0 + j) * E;
-                for (int64_t d = 0; d < nE; ++d) dqr[d] += sij * kr[d];
-              }
-            }
+            for (int64_t ii = 0; ii < nq; ++ii)
+              accumulate_rows<T, DC>(dq.data() + ii * E, dS.data() + ii * kBK, kk.data() + j0 * E,
+                                     nb, E);
           }
           for (int64_t ii = 0; ii < nq; ++ii) {
             T* out = dqp + (bh * L + i0 + ii) * E;
