@@ -150,3 +150,14 @@ def test_float32_accuracy_over_the_exp_range(device):
     # results below float32's smallest normal (exp(-87.3)) flush to zero
     assert ember.softmax(t([0.0, 100.0], ember.float32, device), 0)[0].item() == 0.0
     assert np.isnan(ember.softmax(t(x, ember.float32, device), 1).cpu().numpy()).all()
+
+
+def test_backward_with_expanded_grad(device):
+    x = t(np.random.default_rng(5).normal(size=(3, 4)), device=device, rg=True)
+    y = ember.softmax(x, 1)
+    y.backward(ember.ones(1, 4, dtype=ember.float64, device=device).expand(3, 4))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.zeros((3, 4)), atol=1e-12)
+    x.grad = None
+    ember.log_softmax(x, 1).sum().backward()
+    p = np_softmax(x.detach().cpu().numpy(), 1)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 1 - 4 * p, atol=1e-12)
