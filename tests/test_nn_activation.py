@@ -227,3 +227,21 @@ def test_module_inplace_and_repr(device):
         assert repr(nn.Softmax(dim=1)) == "Softmax(dim=1)"
     assert nn.LeakyReLU(0.2, inplace=True).extra_repr() == "negative_slope=0.2, inplace=True"
     assert nn.GELU().extra_repr() == "approximate='none'"
+
+
+def test_rrelu(device):
+    ember.manual_seed(0)
+    x = t(np.linspace(-3, 3, 1000), device=device, rg=True)
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    a, yv = x.detach().cpu().numpy(), y.detach().cpu().numpy()
+    slope = yv[a < 0] / a[a < 0]
+    assert slope.min() >= 0.1 and slope.max() <= 0.3 and slope.std() > 0.03
+    np.testing.assert_array_equal(yv[a >= 0], a[a >= 0])
+    y.sum().backward()
+    g = x.grad.cpu().numpy()
+    np.testing.assert_allclose(g[a < 0], slope)
+    ev = F.rrelu(x.detach(), 0.1, 0.3)
+    np.testing.assert_allclose(ev.cpu().numpy(), np.where(a >= 0, a, 0.2 * a))
+    m = nn.RReLU(0.1, 0.3)
+    m.eval()
+    np.testing.assert_allclose(m(x.detach()).cpu().numpy(), np.where(a >= 0, a, 0.2 * a))

@@ -176,6 +176,14 @@ def test_nll_cross_entropy_errors(device):
         F.cross_entropy(t(np.zeros((2, 3, 4)), device=device), idx(np.zeros((2, 3)), device))
 
 
+def test_weight_is_not_differentiable(device):
+    x = t(np.zeros((2, 3)), device=device, rg=True)
+    w = t([1.0, 2.0, 3.0], device=device, rg=True)
+    loss = F.cross_entropy(x, idx([0, 2], device), weight=w)
+    with pytest.raises(RuntimeError, match="the derivative for 'weight' is not implemented"):
+        loss.backward()
+
+
 def test_ignore_all_mean_is_nan(device):
     x = t(np.zeros((2, 3)), device=device)
     assert math.isnan(F.cross_entropy(x, idx([-100, -100], device)).item())
@@ -444,3 +452,14 @@ def test_loss_modules(device):
         F.multilabel_soft_margin_loss(x, yb).item())
     with pytest.raises(ValueError, match="margin to be greater than 0"):
         nn.TripletMarginLoss(margin=0.0)
+
+
+def test_non_contiguous_logits_and_targets(device):
+    rng = np.random.default_rng(14)
+    a = rng.normal(size=(5, 4))
+    x = t(a, device=device, rg=True)
+    tg = idx([[0, 1], [2, 3], [1, 1], [0, 0]], device)[:, 0]  # strided target
+    loss = F.cross_entropy(x.t(), tg)  # (4, 5) transposed view
+    assert loss.item() == pytest.approx(np_nll(np_log_softmax(a.T, 1), np.array([0, 2, 1, 0])))
+    assert gradcheck(lambda v: F.cross_entropy(v.t(), tg, reduction="sum"), (x,))
+    assert gradcheck(lambda v: F.nll_loss(v.t(), tg, reduction="none"), (x,))

@@ -220,3 +220,20 @@ def test_float32_accuracy_large_mean(device):
     out = F.layer_norm(t(x, ember.float32, device), (1000,))
     ref = np_ln(x.astype(np.float64), 1, None, None, 1e-5)
     np.testing.assert_allclose(out.cpu().numpy(), ref, atol=2e-3)
+
+
+def test_non_contiguous_inputs(device):
+    rng = np.random.default_rng(9)
+    a = rng.normal(size=(5, 4, 3))
+    x = t(a, device=device).permute(2, 1, 0)  # (3, 4, 5), non-contiguous
+    an = a.transpose(2, 1, 0)
+    np.testing.assert_allclose(F.layer_norm(x, (5,)).cpu().numpy(), np_ln(an, 1, None, None, 1e-5),
+                               atol=1e-10)
+    np.testing.assert_allclose(F.batch_norm(x, None, None, training=True).cpu().numpy(),
+                               np_bn(an, None, None, 1e-5), atol=1e-10)
+    g = an.reshape(3, 2, -1)
+    exp = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(an.shape)
+    np.testing.assert_allclose(F.group_norm(x, 2).cpu().numpy(), exp, atol=1e-10)
+    xg = t(a, device=device, rg=True)
+    assert gradcheck(lambda v: F.layer_norm(v.permute(2, 1, 0), (5,)), (xg,))
+    assert gradcheck(lambda v: F.batch_norm(v.permute(2, 1, 0), None, None, training=True), (xg,))

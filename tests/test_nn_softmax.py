@@ -131,3 +131,33 @@ def test_implicit_dim_like_torch(device):
     with pytest.warns(UserWarning):
         r = F.softmax(x)
     np.testing.assert_allclose(r.cpu().numpy(), np.full((2, 3), 1 / 3))
+
+
+def test_float32_accuracy_over_the_exp_range(device):
+    # the float kernels use a polynomial exp: compare with float64 over its whole range
+    a = np.linspace(-100, 100, 4001).astype(np.float32).reshape(1, -1)
+    got = ember.softmax(t(a, ember.float32, device), 1).cpu().numpy().astype(np.float64)
+    ref = np_softmax(a.astype(np.float64), 1)
+    big = ref > 1e-30
+    # (x - max) rounds to float32 first: ~|x - max| * 2^-24 relative error at the far end
+    np.testing.assert_allclose(got[big], ref[big], rtol=1e-5)
+    assert (got[~big] < 1e-30).all()
+    ls = ember.log_softmax(t(a, ember.float32, device), 1).cpu().numpy()
+    np.testing.assert_allclose(ls, np_log_softmax(a.astype(np.float64), 1), rtol=1e-6, atol=1e-4)
+    x = np.array([[-np.inf, 0.0, 80.0, np.nan]], dtype=np.float32)
+    r = ember.softmax(t(x[:, :3], ember.float32, device), 1).cpu().numpy()
+    np.testing.assert_allclose(r, [[0.0, np.exp(-80.0), 1.0]], rtol=1e-5)
+    # results below float32's smallest normal (exp(-87.3)) flush to zero
+    assert ember.softmax(t([0.0, 100.0], ember.float32, device), 0)[0].item() == 0.0
+    assert np.isnan(ember.softmax(t(x, ember.float32, device), 1).cpu().numpy()).all()
+
+
+def test_backward_with_expanded_grad(device):
+    x = t(np.random.default_rng(5).normal(size=(3, 4)), device=device, rg=True)
+    y = ember.softmax(x, 1)
+    y.backward(ember.ones(1, 4, dtype=ember.float64, device=device).expand(3, 4))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.zeros((3, 4)), atol=1e-12)
+    x.grad = None
+    ember.log_softmax(x, 1).sum().backward()
+    p = np_softmax(x.detach().cpu().numpy(), 1)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 1 - 4 * p, atol=1e-12)

@@ -85,7 +85,8 @@ Tensor nll_impl(const Tensor& input, const Tensor& target, const std::optional<T
   check_class_target(input, target, op);
   check_same_device(input, target, op);
   Tensor w = class_weight(weight, input, op);
-  autograd::RecordScope scope({&input});
+  Tensor w_in = weight ? *weight : Tensor();
+  autograd::RecordScope scope({&input, &w_in});
   Tensor xr = contiguous(autograd::nll_rows(input));
   const int64_t M = xr.sizes()[0];
   Tensor tr = contiguous(reshape(target, Shape{M}));
@@ -112,7 +113,7 @@ Tensor nll_impl(const Tensor& input, const Tensor& target, const std::optional<T
     s.reduction = red;
     s.ignore_index = ignore_index;
     s.cross_entropy = ce;
-    autograd::record_nll(input, out, std::move(s));
+    autograd::record_nll(input, weight ? *weight : Tensor(), out, std::move(s));
   }
   return out;
 }

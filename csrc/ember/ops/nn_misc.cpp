@@ -65,13 +65,36 @@ Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bia
     Tensor r = matmul(x, w.dim() == 2 ? t(w) : w);
     return bias ? plus(r, *bias) : r;
   }
-  const int64_t in = x.sizes()[x.dim() - 1];
-  if (x.dim() == 2) return bias ? addmm(*bias, x, t(w)) : mm(x, t(w));
-  Tensor x2 = reshape(x, Shape{leading(x, "linear"), in});
+  const int64_t in = x.sizes()[x.dim() - 1], M = leading(x, "linear");
+  Tensor b = bias ? *bias : Tensor();
+  autograd::RecordScope scope({&x, &w, &b});
+  Tensor x2 = x.dim() == 2 ? x : reshape(x, Shape{M, in});
   Tensor r = bias ? addmm(*bias, x2, t(w)) : mm(x2, t(w));
-  Shape out = x.sizes();
-  out.back() = w.sizes()[0];
-  return reshape(r, out);
+  Shape os = x.sizes();
+  os.back() = w.sizes()[0];
+  Tensor out = x.dim() == 2 ? r : reshape(r, os);
+  if (scope.rec && is_floating(out.dtype())) {
+    scope.done();
+    // One node for the whole layer: the weight gradient g^T @ x comes out in the
+    // weight's own (out, in) layout, with no transposed view to copy later.
+    const Shape x_sizes = x.sizes();
+    auto node =
+        autograd::record("LinearBackward0", {&x, &w, &b}, out,
+                         [x_sizes, M, in](autograd::LambdaNode& n,
+                                          autograd::variable_list&& g) -> autograd::variable_list {
+                           Tensor g2 = reshape(g[0], Shape{M, g[0].sizes().back()});
+                           Tensor gx, gw, gb;
+                           if (n.should_compute_output(0))
+                             gx = reshape(mm(g2, n.unpack(1)), x_sizes);
+                           if (n.should_compute_output(1))
+                             gw = mm(t(g2), reshape(n.unpack(0), Shape{M, in}));
+                           if (n.should_compute_output(2)) gb = sum(g2, Shape{0});
+                           return {gx, gw, gb};
+                         });
+    node->saved.emplace_back(node->should_compute_output(1) ? x : Tensor(), false);
+    node->saved.emplace_back(node->should_compute_output(0) ? w : Tensor(), false);
+  }
+  return out;
 }
 
 Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& w,

@@ -53,13 +53,18 @@ Tensor row_norm(const char* name, const Tensor& x, const Tensor& w, const Tensor
   autograd::RecordScope scope({&x, &w, &b});
   Tensor xr = contiguous(reshape(x, layout.rows));
   const int64_t R = layout.rows[0];
-  Tensor xn = empty(layout.rows, x.dtype(), x.device());
+  // Layer norm (per-column parameters) fuses the affine into the kernel; group and
+  // instance norm apply their per-channel affine as broadcast ops.
+  const bool fused = layout.affine == layout.rows;
+  Tensor wk = fused && w.defined() ? contiguous(reshape(w, Shape{layout.rows[1]})) : Tensor();
+  Tensor bk = fused && b.defined() ? contiguous(reshape(b, Shape{layout.rows[1]})) : Tensor();
+  Tensor yr = empty(layout.rows, x.dtype(), x.device());
   Tensor mean = empty(Shape{R}, x.dtype(), x.device());
   Tensor rstd = empty(Shape{R}, x.dtype(), x.device());
-  if (x.numel() > 0) row_norm_stub.get(x.device())(xn, mean, rstd, xr, layout.eps);
-  Tensor y = reshape(xn, layout.affine);
-  if (w.defined()) y = mul(y, reshape(w, layout.param_view));
-  if (b.defined()) y = plus(y, reshape(b, layout.param_view));
+  if (x.numel() > 0) row_norm_stub.get(x.device())(yr, mean, rstd, xr, wk, bk, layout.eps);
+  Tensor y = reshape(yr, layout.affine);
+  if (!fused && w.defined()) y = mul(y, reshape(w, layout.param_view));
+  if (!fused && b.defined()) y = plus(y, reshape(b, layout.param_view));
   Tensor out = reshape(y, x.sizes());
   if (scope.rec) {
     scope.done();

@@ -30,12 +30,13 @@ Tensor nll_unrows(const Tensor& rows, const Shape& in_sizes) {
   return movedim(reshape(rows, moved), Shape{-1}, Shape{1});
 }
 
-void record_nll(const Tensor& input, const Tensor& out, NllSaved s) {
+void record_nll(const Tensor& input, const Tensor& weight, const Tensor& out, NllSaved s) {
   const Shape in_sizes = input.sizes();
   const bool ce = s.cross_entropy;
   auto node = record(
-      ce ? "CrossEntropyLossBackward0" : "NllLossBackward0", {&input}, out,
+      ce ? "CrossEntropyLossBackward0" : "NllLossBackward0", {&input, &weight}, out,
       [s, in_sizes, ce](LambdaNode& n, variable_list&& g) -> variable_list {
+        EMBER_CHECK(!n.should_compute_output(1), "the derivative for 'weight' is not implemented.");
         const int64_t M = s.target.numel();
         const int64_t C = in_sizes.size() == 1 ? in_sizes[0] : in_sizes[1];
         Tensor coef;
@@ -66,7 +67,7 @@ void record_nll(const Tensor& input, const Tensor& out, NllSaved s) {
             gx = where(onehot, unary(UnaryOp::neg, c1), wrap_scalar(Scalar(0.0)));
           }
         }
-        return {nll_unrows(gx, in_sizes)};
+        return {nll_unrows(gx, in_sizes), Tensor()};
       });
   if (ce) node->saved.emplace_back(input, false);
 }

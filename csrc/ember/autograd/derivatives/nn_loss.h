@@ -15,8 +15,9 @@ struct NllSaved {
   int64_t ignore_index = -100;
   bool cross_entropy = false;
 };
-/// NllLossBackward0 (nll) or CrossEntropyLossBackward0 (fused log_softmax + nll).
-void record_nll(const Tensor& input, const Tensor& out, NllSaved s);
+/// NllLossBackward0 (nll) or CrossEntropyLossBackward0 (fused log_softmax + nll). A
+/// `weight` that requires grad gets PyTorch's "derivative for 'weight' is not implemented".
+void record_nll(const Tensor& input, const Tensor& weight, const Tensor& out, NllSaved s);
 /// CtcLossBackward0.
 /// `lp` is log_probs as (T, N, C) contiguous; `out` the per-sample nll (N).
 void record_ctc(const Tensor& log_probs, const Tensor& lp, const Tensor& out, const Tensor& targets,

@@ -44,6 +44,22 @@ void record_row_norm(const char* name, const Tensor& x, const Tensor& w, const T
       name, {&x, &w, &b}, out,
       [L, mean_t, rstd_t, w_sizes, b_sizes](LambdaNode& n, variable_list&& g) -> variable_list {
         Tensor x = n.unpack(0), w = n.unpack(1);
+        const bool want_gx = n.should_compute_output(0), want_gw = n.should_compute_output(1),
+                   want_gb = n.should_compute_output(2);
+        if (x.numel() > 0 && !grad_enabled() && L.affine == L.rows) {
+          // Layer norm, first order: one fused pass for gx and the parameter gradients.
+          const int64_t C = L.rows[1];
+          Tensor gx_r = want_gx ? empty(L.rows, x.dtype(), x.device()) : Tensor();
+          Tensor gw_k = want_gw ? empty(Shape{C}, x.dtype(), x.device()) : Tensor();
+          Tensor gb_k = want_gb ? empty(Shape{C}, x.dtype(), x.device()) : Tensor();
+          Tensor wk = w.defined() ? contiguous(reshape(w, Shape{C})) : Tensor();
+          row_norm_backward_stub.get(x.device())(
+              gx_r, gw_k, gb_k, contiguous(reshape(g[0], L.rows)), contiguous(reshape(x, L.rows)),
+              mean_t, rstd_t, wk);
+          return {want_gx ? reshape(gx_r, x.sizes()) : Tensor(),
+                  want_gw ? reshape(gw_k, w_sizes) : Tensor(),
+                  want_gb ? reshape(gb_k, b_sizes) : Tensor()};
+        }
         Tensor ga = reshape(g[0], L.affine);
         Tensor gh = w.defined() ? mul(ga, reshape(w, L.param_view)) : ga;
         Tensor gx, xhat;
@@ -60,10 +76,11 @@ void record_row_norm(const char* name, const Tensor& x, const Tensor& w, const T
         } else {
           Tensor xr = contiguous(reshape(x, L.rows));
           Tensor gx_r = empty(L.rows, x.dtype(), x.device());
-          row_norm_backward_stub.get(x.device())(gx_r, contiguous(reshape(gh, L.rows)), xr, mean_t,
-                                                 rstd_t);
+          row_norm_backward_stub.get(x.device())(gx_r, Tensor(), Tensor(),
+                                                 contiguous(reshape(gh, L.rows)), xr, mean_t,
+                                                 rstd_t, Tensor());
           gx = reshape(gx_r, x.sizes());
-          if (n.should_compute_output(1))
+          if (want_gw)
             xhat = reshape(mul(minus(xr, unsqueeze(mean_t, 1)), unsqueeze(rstd_t, 1)), L.affine);
         }
         Tensor gw, gb;

@@ -2,11 +2,16 @@
 // for the max, one for the sum of exponentials, one to write, all in opmath.
 // A reduction over the last dim works on rows; over another dim it walks blocks
 // of the contiguous inner dim so the loops stay unit-stride.
+// Float compares may be if-converted into SIMD selects: without this the compiler
+// keeps the branch-free exp / max loops of nn_vec.h scalar (FP exceptions are never
+// inspected in ember).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ember/backends/cpu/nn_vec.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/functors.h"
 #include "ember/kernels/stubs/nn_activation.h"
@@ -28,25 +33,25 @@ void softmax_typed(const Tensor& out, const Tensor& in, SoftmaxShape s, bool log
       for (int64_t r = b; r < e; ++r) {
         const T* xr = x + r * n;
         T* yr = y + r * n;
-        A m = -std::numeric_limits<A>::infinity();
-        for (int64_t j = 0; j < n; ++j) m = std::max(m, A(xr[j]));
-        A sum = 0;
+        const A m = vec::max_of<A>(n, [&](int64_t j) { return A(xr[j]); });
+        // exp(x - m) with m = -inf (an all -inf row) would be NaN: shift by 0 instead.
+        const A shift = std::isinf(m) && m < 0 ? A(0) : m;
         if (log) {
-          for (int64_t j = 0; j < n; ++j) sum += std::exp(A(xr[j]) - m);
-          const A shift = m + std::log(sum);
-          for (int64_t j = 0; j < n; ++j) yr[j] = T(A(xr[j]) - shift);
-        } else if constexpr (std::is_same<T, A>::value) {
-          for (int64_t j = 0; j < n; ++j) {
-            const A v = std::exp(xr[j] - m);
-            yr[j] = v;
-            sum += v;
-          }
-          const A inv = A(1) / sum;
-          for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
+          const A sum = vec::sum_of<A>(n, [&](int64_t j) { return vec::exp<A>(A(xr[j]) - shift); });
+          const A off = shift + std::log(sum);
+          for (int64_t j = 0; j < n; ++j) yr[j] = T(A(xr[j]) - off);
         } else {
-          for (int64_t j = 0; j < n; ++j) sum += std::exp(A(xr[j]) - m);
-          const A inv = A(1) / sum;
-          for (int64_t j = 0; j < n; ++j) yr[j] = T(std::exp(A(xr[j]) - m) * inv);
+          A sum;
+          if constexpr (std::is_same<T, A>::value) {
+            for (int64_t j = 0; j < n; ++j) yr[j] = vec::exp<A>(xr[j] - shift);
+            sum = vec::sum_of<A>(n, [&](int64_t j) { return yr[j]; });
+            const A inv = A(1) / sum;
+            for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
+          } else {
+            sum = vec::sum_of<A>(n, [&](int64_t j) { return vec::exp<A>(A(xr[j]) - shift); });
+            const A inv = A(1) / sum;
+            for (int64_t j = 0; j < n; ++j) yr[j] = T(vec::exp<A>(A(xr[j]) - shift) * inv);
+          }
         }
       }
     });
@@ -67,7 +72,7 @@ void softmax_typed(const Tensor& out, const Tensor& in, SoftmaxShape s, bool log
       for (int64_t d = 0; d < n; ++d)
         for (int64_t j = 0; j < w; ++j) mx[j] = std::max(mx[j], A(xo[d * inner + j]));
       for (int64_t d = 0; d < n; ++d)
-        for (int64_t j = 0; j < w; ++j) sm[j] += std::exp(A(xo[d * inner + j]) - mx[j]);
+        for (int64_t j = 0; j < w; ++j) sm[j] += vec::exp<A>(A(xo[d * inner + j]) - mx[j]);
       if (log) {
         for (int64_t j = 0; j < w; ++j) mx[j] += std::log(sm[j]);
         for (int64_t d = 0; d < n; ++d)
@@ -76,7 +81,7 @@ void softmax_typed(const Tensor& out, const Tensor& in, SoftmaxShape s, bool log
         for (int64_t j = 0; j < w; ++j) sm[j] = A(1) / sm[j];
         for (int64_t d = 0; d < n; ++d)
           for (int64_t j = 0; j < w; ++j)
-            yo[d * inner + j] = T(std::exp(A(xo[d * inner + j]) - mx[j]) * sm[j]);
+            yo[d * inner + j] = T(vec::exp<A>(A(xo[d * inner + j]) - mx[j]) * sm[j]);
       }
     }
   });
@@ -90,6 +95,26 @@ void softmax_backward_typed(const Tensor& gx, const Tensor& g, const Tensor& y, 
   const T* yp = y.data<T>();
   T* out = gx.data<T>();
   const int64_t n = s.dim, inner = s.inner;
+  if (inner == 1) {
+    parallel_for(0, s.outer, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t r = b; r < e; ++r) {
+                     const T* gr = gp + r * n;
+                     const T* yr = yp + r * n;
+                     T* o = out + r * n;
+                     if (log) {
+                       const A sg = vec::sum_of<A>(n, [&](int64_t j) { return A(gr[j]); });
+                       for (int64_t j = 0; j < n; ++j)
+                         o[j] = T(A(gr[j]) - vec::exp<A>(A(yr[j])) * sg);
+                     } else {
+                       const A sgy =
+                           vec::sum_of<A>(n, [&](int64_t j) { return A(gr[j]) * A(yr[j]); });
+                       for (int64_t j = 0; j < n; ++j) o[j] = T(A(yr[j]) * (A(gr[j]) - sgy));
+                     }
+                   }
+                 });
+    return;
+  }
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
   const int64_t tasks = s.outer * blocks;
   const int64_t grain =
@@ -109,7 +134,7 @@ void softmax_backward_typed(const Tensor& gx, const Tensor& g, const Tensor& y, 
         const int64_t k = base + d * inner;
         if (log) {
           for (int64_t j = 0; j < w; ++j)
-            out[k + j] = T(A(gp[k + j]) - std::exp(A(yp[k + j])) * acc[j]);
+            out[k + j] = T(A(gp[k + j]) - vec::exp<A>(A(yp[k + j])) * acc[j]);
         } else {
           for (int64_t j = 0; j < w; ++j) out[k + j] = T(A(yp[k + j]) * (A(gp[k + j]) - acc[j]));
         }

@@ -1,10 +1,15 @@
 // CPU kernels of the losses: nll / fused log_softmax + nll over rows (forward and
 // backward) and the CTC forward-backward dynamic program in log space.
+// Float compares may be if-converted into SIMD selects: without this the compiler
+// keeps the branch-free exp / max loops of nn_vec.h scalar (FP exceptions are never
+// inspected in ember).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ember/backends/cpu/nn_vec.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/functors.h"
 #include "ember/kernels/stubs/nn_loss.h"
@@ -35,11 +40,10 @@ void nll_typed(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Te
       const T* row = xp + i * C;
       A l = 0;
       if (lsep) {
-        A m = -std::numeric_limits<A>::infinity();
-        for (int64_t j = 0; j < C; ++j) m = std::max(m, A(row[j]));
-        A s = 0;
-        for (int64_t j = 0; j < C; ++j) s += std::exp(A(row[j]) - m);
-        l = m + std::log(s);
+        const A m = vec::max_of<A>(C, [&](int64_t j) { return A(row[j]); });
+        const A shift = std::isinf(m) && m < 0 ? A(0) : m;
+        const A s = vec::sum_of<A>(C, [&](int64_t j) { return vec::exp<A>(A(row[j]) - shift); });
+        l = shift + std::log(s);
         lsep[i] = T(l);
       }
       if (t == ignore) {
@@ -75,7 +79,7 @@ void ce_backward_typed(const Tensor& gx, const Tensor& coef, const Tensor& x, co
                    }
                    const T* row = xp + i * C;
                    const A c = A(cp[i]), l = A(lp[i]);
-                   for (int64_t j = 0; j < C; ++j) o[j] = T(c * std::exp(A(row[j]) - l));
+                   for (int64_t j = 0; j < C; ++j) o[j] = T(c * vec::exp<A>(A(row[j]) - l));
                    o[t] = T(A(o[t]) - c);
                  }
                });

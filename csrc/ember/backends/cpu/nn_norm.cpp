@@ -1,9 +1,15 @@
 // CPU kernels of the normalizations: row statistics with a two-pass (mean, then
 // centered squares) variance accumulated in double, the row backward, and the
 // per-channel statistics / gradient sums / affine of batch norm.
+// Float compares may be if-converted into SIMD selects: without this the compiler
+// keeps the branch-free exp / max loops of nn_vec.h scalar (FP exceptions are never
+// inspected in ember).
+#pragma GCC optimize("no-trapping-math")
 #include <algorithm>
 #include <cmath>
 
+#include <vector>
+#include "ember/backends/cpu/nn_vec.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/functors.h"
 #include "ember/kernels/stubs/nn_norm.h"
@@ -16,61 +22,98 @@ int64_t grain_for(int64_t work_per_item) {
 }
 
 template <typename T>
-void row_norm_typed(const Tensor& xn, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-                    double eps) {
+void row_norm_typed(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                    const Tensor& w, const Tensor& bias, double eps) {
+  using A = opmath_t<T>;
   const int64_t R = x.sizes()[0], L = x.sizes()[1];
   const T* xp = x.data<T>();
-  T* yp = xn.data<T>();
+  const T* wp = w.defined() ? w.data<T>() : nullptr;
+  const T* bp = bias.defined() ? bias.data<T>() : nullptr;
+  T* yp = y.data<T>();
   T* mp = mean.data<T>();
   T* rp = rstd.data<T>();
   parallel_for(0, R, grain_for(L), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* row = xp + r * L;
-      double s = 0;
-      for (int64_t j = 0; j < L; ++j) s += double(row[j]);
-      const double mu = L ? s / double(L) : 0;
-      double q = 0;
-      for (int64_t j = 0; j < L; ++j) {
+      const double mu = L ? vec::sum_of<double>(L, [&](int64_t j) { return row[j]; }) / L : 0;
+      const double q = vec::sum_of<double>(L, [&](int64_t j) {
         const double d = double(row[j]) - mu;
-        q += d * d;
-      }
+        return d * d;
+      });
       const double rs = 1.0 / std::sqrt((L ? q / double(L) : 0) + eps);
       mp[r] = T(mu);
       rp[r] = T(rs);
-      using A = opmath_t<T>;
       const A amu = A(mu), ars = A(rs);
       T* out = yp + r * L;
-      for (int64_t j = 0; j < L; ++j) out[j] = T((A(row[j]) - amu) * ars);
+      if (wp && bp) {
+        for (int64_t j = 0; j < L; ++j) out[j] = T((A(row[j]) - amu) * ars * A(wp[j]) + A(bp[j]));
+      } else if (wp) {
+        for (int64_t j = 0; j < L; ++j) out[j] = T((A(row[j]) - amu) * ars * A(wp[j]));
+      } else if (bp) {
+        for (int64_t j = 0; j < L; ++j) out[j] = T((A(row[j]) - amu) * ars + A(bp[j]));
+      } else {
+        for (int64_t j = 0; j < L; ++j) out[j] = T((A(row[j]) - amu) * ars);
+      }
     }
   });
 }
 
 template <typename T>
-void row_norm_backward_typed(const Tensor& gx, const Tensor& gh, const Tensor& x,
-                             const Tensor& mean, const Tensor& rstd) {
+void row_norm_backward_typed(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& g,
+                             const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& w) {
   using A = opmath_t<T>;
   const int64_t R = x.sizes()[0], L = x.sizes()[1];
   const T* xp = x.data<T>();
-  const T* gp = gh.data<T>();
+  const T* gp = g.data<T>();
   const T* mp = mean.data<T>();
   const T* rp = rstd.data<T>();
-  T* op = gx.data<T>();
-  parallel_for(0, R, grain_for(L), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const T* xr = xp + r * L;
-      const T* gr = gp + r * L;
-      const A mu = A(mp[r]), rs = A(rp[r]);
-      double sg = 0, sgx = 0;
-      for (int64_t j = 0; j < L; ++j) {
-        const A g = A(gr[j]);
-        sg += double(g);
-        sgx += double(g * (A(xr[j]) - mu) * rs);
+  const T* wp = w.defined() ? w.data<T>() : nullptr;
+  T* op = gx.defined() ? gx.data<T>() : nullptr;
+  const bool sums = gw.defined() || gb.defined();
+  // Parameter gradients: each chunk of rows sums into its own buffer, reduced after.
+  const int64_t chunks =
+      sums ? std::max<int64_t>(1, std::min<int64_t>(R, int64_t(get_num_threads()) * 4)) : R;
+  std::vector<double> pw(sums ? size_t(chunks * L) : 0), pb(sums ? size_t(chunks * L) : 0);
+  parallel_for(0, chunks, sums ? 1 : grain_for(L), [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const int64_t r0 = sums ? c * R / chunks : c, r1 = sums ? (c + 1) * R / chunks : c + 1;
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* xr = xp + r * L;
+        const T* gr = gp + r * L;
+        const A mu = A(mp[r]), rs = A(rp[r]);
+        auto gh = [&](int64_t j) { return wp ? A(gr[j]) * A(wp[j]) : A(gr[j]); };
+        if (op) {
+          const double sg = vec::sum_of<double>(L, gh);
+          const double sgx =
+              vec::sum_of<double>(L, [&](int64_t j) { return gh(j) * (A(xr[j]) - mu) * rs; });
+          const A mg = A(sg / double(L)), mgx = A(sgx / double(L));
+          T* out = op + r * L;
+          for (int64_t j = 0; j < L; ++j)
+            out[j] = T(rs * (gh(j) - mg - (A(xr[j]) - mu) * rs * mgx));
+        }
+        if (sums) {
+          double* w_acc = pw.data() + c * L;
+          double* b_acc = pb.data() + c * L;
+          for (int64_t j = 0; j < L; ++j) {
+            const A gv = A(gr[j]);
+            w_acc[j] += double(gv * (A(xr[j]) - mu) * rs);
+            b_acc[j] += double(gv);
+          }
+        }
       }
-      const A mg = A(sg / double(L)), mgx = A(sgx / double(L));
-      T* out = op + r * L;
-      for (int64_t j = 0; j < L; ++j) out[j] = T(rs * (A(gr[j]) - mg - (A(xr[j]) - mu) * rs * mgx));
     }
   });
+  if (!sums) return;
+  for (int64_t j = 0; j < L; ++j) {
+    double sw = 0, sb = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      sw += pw[c * L + j];
+      sb += pb[c * L + j];
+    }
+    if (gw.defined()) gw.data<T>()[j] = T(sw);
+    if (gb.defined()) gb.data<T>()[j] = T(sb);
+  }
 }
 
 template <typename T>
@@ -85,16 +128,16 @@ void channel_stats_typed(const Tensor& mean, const Tensor& var, const Tensor& x)
       double s = 0;
       for (int64_t n = 0; n < N; ++n) {
         const T* p = xp + (n * C + c) * S;
-        for (int64_t j = 0; j < S; ++j) s += double(p[j]);
+        s += vec::sum_of<double>(S, [&](int64_t j) { return p[j]; });
       }
       const double mu = count > 0 ? s / count : 0;
       double q = 0;
       for (int64_t n = 0; n < N; ++n) {
         const T* p = xp + (n * C + c) * S;
-        for (int64_t j = 0; j < S; ++j) {
+        q += vec::sum_of<double>(S, [&](int64_t j) {
           const double d = double(p[j]) - mu;
-          q += d * d;
-        }
+          return d * d;
+        });
       }
       mp[c] = T(mu);
       vp[c] = T(count > 0 ? q / count : 0);
@@ -118,10 +161,9 @@ void channel_grad_sums_typed(const Tensor& sum_g, const Tensor& sum_dot, const T
       for (int64_t n = 0; n < N; ++n) {
         const T* xr = xp + (n * C + c) * S;
         const T* gr = gp + (n * C + c) * S;
-        for (int64_t j = 0; j < S; ++j) {
-          a += double(gr[j]);
-          d += double(gr[j]) * (double(xr[j]) - mu);
-        }
+        a += vec::sum_of<double>(S, [&](int64_t j) { return gr[j]; });
+        d +=
+            vec::sum_of<double>(S, [&](int64_t j) { return double(gr[j]) * (double(xr[j]) - mu); });
       }
       sg[c] = T(a);
       sd[c] = T(d);
@@ -157,16 +199,17 @@ void channel_affine_typed(const Tensor& out, const Tensor& p, const Tensor& a, c
   });
 }
 
-void row_norm_kernel(const Tensor& xn, const Tensor& mean, const Tensor& rstd, const Tensor& x,
-                     double eps) {
+void row_norm_kernel(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                     const Tensor& w, const Tensor& b, double eps) {
   dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
-    row_norm_typed<typename decltype(tag)::type>(xn, mean, rstd, x, eps);
+    row_norm_typed<typename decltype(tag)::type>(y, mean, rstd, x, w, b, eps);
   });
 }
-void row_norm_backward_kernel(const Tensor& gx, const Tensor& gh, const Tensor& x,
-                              const Tensor& mean, const Tensor& rstd) {
+void row_norm_backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& g,
+                              const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                              const Tensor& w) {
   dispatch_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
-    row_norm_backward_typed<typename decltype(tag)::type>(gx, gh, x, mean, rstd);
+    row_norm_backward_typed<typename decltype(tag)::type>(gx, gw, gb, g, x, mean, rstd, w);
   });
 }
 void channel_stats_kernel(const Tensor& mean, const Tensor& var, const Tensor& x) {

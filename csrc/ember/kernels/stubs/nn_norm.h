@@ -7,14 +7,17 @@
 namespace ember {
 
 /// Rows of x (R, L) contiguous: mean[r], rstd[r] = 1 / sqrt(biased var + eps), and
-/// xn[r, j] = (x[r, j] - mean[r]) * rstd[r]. All contiguous, x's dtype.
-using RowNormKernel = void (*)(const Tensor& xn, const Tensor& mean, const Tensor& rstd,
-                               const Tensor& x, double eps);
+/// y[r, j] = (x[r, j] - mean[r]) * rstd[r] (* w[j] + b[j] when w / b are defined: the
+/// layer-norm affine, fused). All contiguous, x's dtype.
+using RowNormKernel = void (*)(const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                               const Tensor& x, const Tensor& w, const Tensor& b, double eps);
 extern DispatchStub<RowNormKernel> row_norm_stub;
-/// gx[r] = rstd[r] * (gh[r] - mean(gh[r]) - xhat[r] * mean(gh[r] * xhat[r])), the row
-/// normalization's backward given gh (the gradient of xn), x, mean and rstd.
-using RowNormBackwardKernel = void (*)(const Tensor& gx, const Tensor& gh, const Tensor& x,
-                                       const Tensor& mean, const Tensor& rstd);
+/// The row normalization's backward: with gh = g * w[j] (g when w is undefined) and
+/// xhat = (x - mean) * rstd, gx[r] = rstd[r] * (gh[r] - mean(gh[r]) - xhat[r] *
+/// mean(gh[r] * xhat[r])); when defined, gw[j] = sum_r g * xhat and gb[j] = sum_r g.
+using RowNormBackwardKernel = void (*)(const Tensor& gx, const Tensor& gw, const Tensor& gb,
+                                       const Tensor& g, const Tensor& x, const Tensor& mean,
+                                       const Tensor& rstd, const Tensor& w);
 extern DispatchStub<RowNormBackwardKernel> row_norm_backward_stub;
 
 /// x (N, C, S) contiguous: per-channel mean and biased variance (C), in x's dtype.

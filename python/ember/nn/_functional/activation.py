@@ -10,7 +10,7 @@ from ... import _C
 _nn = _C._nn
 
 __all__ = [
-    "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "elu", "elu_",
+    "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "rrelu_", "elu", "elu_",
     "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "sigmoid", "tanh", "hardtanh",
     "hardtanh_", "hardsigmoid", "hardswish", "hardshrink", "softshrink", "tanhshrink",
     "softplus", "softsign", "logsigmoid", "softmax", "log_softmax", "softmin", "glu",
@@ -44,9 +44,18 @@ def prelu(input, weight):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    if training:
-        raise NotImplementedError("rrelu(training=True) is not implemented in ember")
-    return leaky_relu(input, (lower + upper) / 2, inplace)
+    """Randomized leaky ReLU: slopes drawn from U(lower, upper) per element when training
+    (ember's generator), the mean slope (lower + upper) / 2 otherwise."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    import ember
+    slope = ember.empty_like(input).uniform_(lower, upper)
+    out = ember.where(input >= 0, input, input * slope)
+    return input.copy_(out) if inplace else out
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, True)
 
 
 def elu(input, alpha=1.0, inplace=False):

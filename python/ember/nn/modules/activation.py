@@ -1,8 +1,9 @@
 """nn modules: activations, as torch.nn (the math is C++, through nn.functional)."""
 from .. import functional as F
-from ._base import Module, Parameter
+from ..parameter import Parameter
+from .module import Module
 
-__all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "SiLU", "Mish", "Hardsigmoid", "Hardswish", "GELU", "Sigmoid", "Tanh", "Hardshrink", "Softshrink", "Tanhshrink", "Softplus", "Softsign", "LogSigmoid", "GLU", "Hardtanh", "Threshold", "PReLU", "Softmax", "LogSoftmax", "Softmin"]
+__all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "SiLU", "Mish", "Hardsigmoid", "Hardswish", "GELU", "Sigmoid", "Tanh", "Hardshrink", "Softshrink", "Tanhshrink", "Softplus", "Softsign", "LogSigmoid", "GLU", "Hardtanh", "Threshold", "PReLU", "RReLU", "Softmax", "LogSoftmax", "Softmin"]
 
 
 class ReLU(Module):
@@ -246,6 +247,21 @@ class Hardtanh(Module):
 
     def extra_repr(self):
         s = f"min_val={self.min_val}, max_val={self.max_val}"
+        return s + (", inplace=True" if self.inplace else "")
+
+
+class RReLU(Module):
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        s = f"lower={self.lower}, upper={self.upper}"
         return s + (", inplace=True" if self.inplace else "")
 
 

@@ -1,6 +1,6 @@
 """nn modules: dropout layers, as torch.nn (ember's Philox generator, C++)."""
 from .. import functional as F
-from ._base import Module
+from .module import Module
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
            "FeatureAlphaDropout"]

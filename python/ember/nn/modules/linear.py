@@ -2,7 +2,8 @@
 import math
 
 from .. import functional as F
-from ._base import Module, Parameter
+from ..parameter import Parameter
+from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten"]
 

@@ -1,7 +1,7 @@
 """nn modules: losses, as torch.nn (the math is C++, through nn.functional)."""
 from .. import functional as F
 from .._functional.loss import _legacy_reduction
-from ._base import Module
+from .module import Module
 
 __all__ = [
     "L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
@@ -24,7 +24,6 @@ class _WeightedLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
-        self.weight = weight
 
 
 class L1Loss(_Loss):
@@ -71,8 +70,6 @@ class BCEWithLogitsLoss(_Loss):
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
-        self.weight = weight
-        self.pos_weight = pos_weight
 
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, self.weight,

@@ -3,7 +3,8 @@ LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm). The math is C++, through nn.f
 import numbers
 
 from .. import functional as F
-from ._base import Module, Parameter
+from ..parameter import Parameter
+from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
            "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]

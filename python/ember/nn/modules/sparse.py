@@ -1,6 +1,7 @@
 """nn modules: Embedding and EmbeddingBag, as torch.nn."""
 from .. import functional as F
-from ._base import Module, Parameter
+from ..parameter import Parameter
+from .module import Module
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
