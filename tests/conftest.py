@@ -1,7 +1,16 @@
-import numpy as np
-import pytest
+import os
 
-import ember
+# Under pytest -n N each worker process gets its share of the cores (unless the caller
+# chose), so N processes x all-cores thread pools do not oversubscribe the machine;
+# notebook kernels started by the tests inherit the setting.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ.setdefault("EMBER_NUM_THREADS", str(_share))
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import ember  # noqa: E402
 
 
 def _devices():

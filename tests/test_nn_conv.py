@@ -94,6 +94,22 @@ def test_conv2d_matches_numpy(device, rng, kw, dtype):
     np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=tol, atol=tol)
 
 
+def test_conv_1x1_uses_images_as_columns(device, rng):
+    x = rng.standard_normal((3, 4, 5, 6))
+    w = rng.standard_normal((6, 2, 1, 1))
+    b = rng.standard_normal(6)
+    got = F.conv2d(t(x, device), t(w, device), t(b, device), groups=2)
+    np.testing.assert_allclose(got.numpy(), np_conv(x, w, b, groups=2), atol=1e-12)
+    xe, we, be = t(x, device, grad=True), t(w, device, grad=True), t(b, device, grad=True)
+    fn = lambda a, b_, c: F.conv2d(a, b_, c, groups=2)  # noqa: E731
+    assert gradcheck(fn, (xe, we, be))
+    assert gradgradcheck(fn, (xe, we, be))
+    np.testing.assert_allclose(
+        F.conv_transpose1d(t(x[:, :, 0], device), t(w[:4, :, :, 0].copy(), device),
+                           groups=2).numpy(),
+        np_conv_t(x[:, :, 0], w[:4, :, :, 0], None, groups=2), atol=1e-12)
+
+
 def test_conv1d_conv3d_match_numpy(device, rng):
     x = rng.standard_normal((2, 3, 11))
     w = rng.standard_normal((4, 3, 3))

@@ -28,4 +28,8 @@ from .autograd.grad_mode import (  # noqa: E402,F401
     is_inference_mode_enabled,
 )
 
+# As torch: `import ember` gives ember.nn, ember.optim and ember.utils.data.
+from . import nn, optim, utils  # noqa: E402,F401
+import ember.utils.data  # noqa: E402,F401
+
 __version__ = "0.1.0"

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <condition_variable>
 #include <exception>
@@ -25,7 +26,18 @@ namespace {
 thread_local bool t_in_parallel = false;
 void (*g_blas_hook)(int) = nullptr;
 
+// The default thread count: EMBER_NUM_THREADS, else OMP_NUM_THREADS (which PyTorch
+// honours too), else the number of cores. A process that shares the machine with
+// others (pytest -n 2, DataLoader workers) sets one of them to avoid oversubscribing
+// the cores, which makes fork-join waits cost a scheduler time slice each.
 int default_threads() {
+  for (const char* var : {"EMBER_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (const char* v = std::getenv(var)) {
+      char* end = nullptr;
+      long n = std::strtol(v, &end, 10);
+      if (end != v && *end == '\0' && n > 0 && n < 4096) return int(n);
+    }
+  }
   unsigned n = std::thread::hardware_concurrency();
   return n ? int(n) : 1;
 }

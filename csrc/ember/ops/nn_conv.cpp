@@ -48,7 +48,17 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double beta) {
   gemm_stub.get(c.device())(c, a, b, Scalar(beta), Scalar(1.0));
 }
 
+// A 1x1 kernel with unit stride and no padding: an image's columns are the image
+// itself ([C, L] = [C, in]), so one-image chunks need no im2col/col2im at all.
+bool identity_cols(const ConvSpec& s) {
+  for (int i = 0; i < 3; ++i)
+    if (s.g.k[i] != 1 || s.g.stride[i] != 1 || s.g.pad[i] != 0 || s.g.in[i] != s.g.out[i])
+      return false;
+  return true;
+}
+
 int64_t chunk_size(const ConvSpec& s, int64_t n, int64_t elem) {
+  if (identity_cols(s)) return 1;
   const int64_t per = checked_mul(checked_mul(s.g.channels, s.g.k_numel(), "convolution"),
                                   checked_mul(s.g.out_numel(), elem, "convolution"), "convolution");
   return std::max<int64_t>(1, std::min<int64_t>(n, kColsBudget / std::max<int64_t>(per, 1)));
@@ -67,6 +77,8 @@ Tensor bias_view(const Tensor& bias, int64_t nsp) {
 }
 
 Tensor cols_for(const Tensor& xc, int64_t n0, int64_t nb, const ConvSpec& s) {
+  if (nb == 1 && identity_cols(s))
+    return rows_view(batch_view(xc, n0, 1), 0, s.g.channels, s.g.out_numel());
   Tensor cols =
       empty(Shape{s.g.channels * s.g.k_numel(), nb * s.g.out_numel()}, xc.dtype(), xc.device());
   im2col_stub.get(xc.device())(cols, batch_view(xc, n0, nb), s.g);
@@ -133,13 +145,15 @@ Tensor conv_backward_input_raw(const Tensor& gy, const Tensor& w, const Tensor& 
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
       const int64_t nb = std::min(chunk, N - n0);
       Tensor g2 = gy_cnl(gyc, n0, nb, s);
-      Tensor gcols = empty(Shape{C * s.g.k_numel(), nb * L}, gy.dtype(), gy.device());
+      const bool direct = nb == 1 && identity_cols(s);  // gx's image is its columns
+      Tensor gcols = direct ? rows_view(batch_view(gx, n0, 1), 0, C, L)
+                            : empty(Shape{C * s.g.k_numel(), nb * L}, gy.dtype(), gy.device());
       for (int64_t gi = 0; gi < G; ++gi)
         gemm(rows_view(gcols, gi * Kg, Kg, nb * L), t(rows_view(wc, gi * Cog, Cog, Kg)),
              make_view(g2, Shape{Cog, nb * L}, g2.strides(),
                        g2.storage_offset() + gi * Cog * g2.strides()[0]),
              0.0);
-      col2im_stub.get(gy.device())(batch_view(gx, n0, nb), gcols, s.g);
+      if (!direct) col2im_stub.get(gy.device())(batch_view(gx, n0, nb), gcols, s.g);
     }
   }
   if (bias.defined()) binary_(BinaryOp::add, gx, bias_view(bias, s.nsp));

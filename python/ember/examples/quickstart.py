@@ -55,10 +55,11 @@ def train(dataloader, model, loss_fn, optimizer, device, *, epoch, writer=None, 
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-        running += loss.item()
+        value = loss.item()
+        running += value
         seen += 1
         if progress and hasattr(bar, "set_postfix"):
-            bar.set_postfix(loss=f"{loss.item():.4f}")
+            bar.set_postfix(loss=f"{value:.4f}", refresh=False)  # shown at tqdm's own pace
         if writer is not None and batch % 100 == 99:
             writer.add_scalar("training loss", running / seen,
                               (epoch - 1) * len(dataloader) + batch)

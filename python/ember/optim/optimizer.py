@@ -419,8 +419,3 @@ def _closure_loss(closure):
     with ember.enable_grad():
         return closure()
 
-
-def _check_sparse(name, grad):
-    if getattr(grad, "is_sparse", False):
-        raise RuntimeError(f"{name} does not support sparse gradients")
-

@@ -129,14 +129,26 @@ if _Module is not None:
             self.n_averaged += 1
 
 
+def _batchnorm_base():
+    """ember.nn's _BatchNorm base class, wherever the nn package defines it (None if absent)."""
+    import importlib
+
+    for mod in ("batchnorm", "normalization"):
+        try:
+            base = getattr(importlib.import_module(f"ember.nn.modules.{mod}"), "_BatchNorm", None)
+        except ImportError:
+            base = None
+        if base is not None:
+            return base
+    return None
+
+
 def _is_batchnorm(module):
-    try:
-        from ..nn.modules.batchnorm import _BatchNorm
-        return isinstance(module, _BatchNorm)
-    except ImportError:
-        # duck-typed: a module with running statistics and a momentum
-        return hasattr(module, "reset_running_stats") and hasattr(module, "momentum") and \
-            hasattr(module, "running_mean")
+    base = _batchnorm_base()
+    if base is not None:
+        return isinstance(module, base)
+    # duck-typed: a module with running statistics and a momentum
+    return all(hasattr(module, a) for a in ("reset_running_stats", "momentum", "running_mean"))
 
 
 @ember.no_grad()

@@ -51,13 +51,14 @@ void im2col_impl(const Tensor& cols, const Tensor& input, const ConvGeom& g) {
               for (int64_t oh = 0; oh < g.out[1]; ++oh, dst += g.out[2]) {
                 const int64_t ih = oh * g.stride[1] - g.pad[1] + offh;
                 if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || wlo >= whi) {
-                  std::memset(dst, 0, sizeof(U) * size_t(g.out[2]));
+                  for (int64_t ow = 0; ow < g.out[2]; ++ow) dst[ow] = U(0);
                   continue;
                 }
                 const U* row_in = img + (id * g.in[1] + ih) * g.in[2] - g.pad[2] + offw;
                 for (int64_t ow = 0; ow < wlo; ++ow) dst[ow] = U(0);
+                // plain loops, not memcpy: rows are often a few dozen elements
                 if (g.stride[2] == 1) {
-                  std::memcpy(dst + wlo, row_in + wlo, sizeof(U) * size_t(whi - wlo));
+                  for (int64_t ow = wlo; ow < whi; ++ow) dst[ow] = row_in[ow];
                 } else {
                   const int64_t s = g.stride[2];
                   for (int64_t ow = wlo; ow < whi; ++ow) dst[ow] = row_in[ow * s];
@@ -112,7 +113,10 @@ void col2im_impl(const Tensor& image, const Tensor& cols, const ConvGeom& g) {
                 const int64_t ih = oh * g.stride[1] - g.pad[1] + offh;
                 if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) continue;
                 A* row_out = acc.data() + (id * g.in[1] + ih) * g.in[2] - g.pad[2] + offw;
-                for (int64_t ow = wlo; ow < whi; ++ow) row_out[ow * s] += A(src[ow]);
+                if (s == 1)
+                  for (int64_t ow = wlo; ow < whi; ++ow) row_out[ow] += A(src[ow]);
+                else
+                  for (int64_t ow = wlo; ow < whi; ++ow) row_out[ow * s] += A(src[ow]);
               }
             }
           }

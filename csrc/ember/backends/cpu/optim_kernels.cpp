@@ -141,7 +141,8 @@ void adam_range(const OptimTensors& t, const AdamArgs& a, size_t i, int64_t lo, 
   T* __restrict vmax = ptr<T>(t.state[2], i, lo);
   const GradPrep<M> prep(a.maximize, a.weight_decay, a.decoupled, a.lr);
   const M w1 = M(1.0 - a.beta1), b2 = M(a.beta2), w2 = M(1.0 - a.beta2), eps = M(a.eps);
-  const M step_size = M(a.step_size[i]), bc2_sqrt = M(a.bc2_sqrt[i]);
+  // multiplying by 1 / sqrt(1 - beta2^t) instead of dividing keeps one division per element
+  const M step_size = M(a.step_size[i]), inv_bc2_sqrt = M(1.0 / a.bc2_sqrt[i]);
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]) * prep.p_scale;
@@ -150,7 +151,7 @@ void adam_range(const OptimTensors& t, const AdamArgs& a, size_t i, int64_t lo, 
     M mk = store(m, k, lerp(M(m[k]), gk, w1));
     M vk = store(v, k, b2 * M(v[k]) + w2 * gk * gk);
     if constexpr (kAmsgrad) vk = store(vmax, k, max_nan(M(vmax[k]), vk));
-    M denom = std::sqrt(vk) / bc2_sqrt + eps;
+    M denom = std::sqrt(vk) * inv_bc2_sqrt + eps;
     p[k] = T(pk - step_size * (mk / denom));
   }
 }
@@ -206,7 +207,7 @@ void nadam_range(const OptimTensors& t, const NAdamArgs& a, size_t i, int64_t lo
   T* __restrict v = ptr<T>(t.state[1], i, lo);
   const GradPrep<M> prep(a.maximize, a.weight_decay, a.decoupled, a.lr);
   const M w1 = M(1.0 - a.beta1), b2 = M(a.beta2), w2 = M(1.0 - a.beta2), eps = M(a.eps);
-  const M bc2 = M(a.bc2[i]), cg = M(a.coef_grad[i]), cm = M(a.coef_avg[i]);
+  const M inv_bc2 = M(1.0 / a.bc2[i]), cg = M(a.coef_grad[i]), cm = M(a.coef_avg[i]);
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]) * prep.p_scale;
@@ -214,8 +215,8 @@ void nadam_range(const OptimTensors& t, const NAdamArgs& a, size_t i, int64_t lo
     if constexpr (kL2) gk = gk + prep.l2 * M(p[k]);
     M mk = store(m, k, lerp(M(m[k]), gk, w1));
     M vk = store(v, k, b2 * M(v[k]) + w2 * gk * gk);
-    M denom = std::sqrt(vk / bc2) + eps;
-    p[k] = T(pk + cg * (gk / denom) + cm * (mk / denom));
+    M inv_denom = M(1) / (std::sqrt(vk * inv_bc2) + eps);
+    p[k] = T(pk + cg * (gk * inv_denom) + cm * (mk * inv_denom));
   }
 }
 
@@ -237,9 +238,9 @@ void radam_range(const OptimTensors& t, const RAdamArgs& a, size_t i, int64_t lo
   T* __restrict m = ptr<T>(t.state[0], i, lo);
   T* __restrict v = ptr<T>(t.state[1], i, lo);
   const GradPrep<M> prep(a.maximize, a.weight_decay, a.decoupled, a.lr);
-  const M lr = M(a.lr), w1 = M(1.0 - a.beta1), b2 = M(a.beta2), w2 = M(1.0 - a.beta2),
-          eps = M(a.eps);
-  const M bc1 = M(a.bc1[i]), bc2_sqrt = M(a.bc2_sqrt[i]), rect = M(a.rect[i]);
+  const M w1 = M(1.0 - a.beta1), b2 = M(a.beta2), w2 = M(1.0 - a.beta2), eps = M(a.eps);
+  // (m / bc1) * lr [* bc2_sqrt / (sqrt(v) + eps) * rect], with the per-tensor factors folded
+  const M plain = M(a.lr / a.bc1[i]), rectified = M(a.lr / a.bc1[i] * a.bc2_sqrt[i] * a.rect[i]);
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]) * prep.p_scale;
@@ -247,9 +248,10 @@ void radam_range(const OptimTensors& t, const RAdamArgs& a, size_t i, int64_t lo
     if constexpr (kL2) gk = gk + prep.l2 * M(p[k]);
     M mk = store(m, k, lerp(M(m[k]), gk, w1));
     M vk = store(v, k, b2 * M(v[k]) + w2 * gk * gk);
-    M upd = mk / bc1 * lr;
-    if constexpr (kRect) upd = upd * (bc2_sqrt / (std::sqrt(vk) + eps)) * rect;
-    p[k] = T(pk - upd);
+    if constexpr (kRect)
+      p[k] = T(pk - rectified * mk / (std::sqrt(vk) + eps));
+    else
+      p[k] = T(pk - plain * mk);
   }
 }
 

@@ -335,14 +335,18 @@ class _MultiProcessIter:
         while True:
             if self._shutdown:
                 raise StopIteration
-            # Skip tasks whose worker has ended its (iterable) stream.
+            # Skip tasks already returned (in_order=False) or whose worker has ended its
+            # (iterable) stream.
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info.get(self._rcvd_idx)
-                if info is None or len(info) == 2 or self._active[info[0]]:
+                if info is None:
+                    self._rcvd_idx += 1
+                    continue
+                if len(info) == 2 or self._active[info[0]]:
                     break
                 del self._task_info[self._rcvd_idx]
                 self._rcvd_idx += 1
-            if self._rcvd_idx >= self._send_idx and self._tasks_outstanding == 0:
+            if self._rcvd_idx >= self._send_idx:
                 if not self._persistent:
                     self._shutdown_workers()
                 raise StopIteration
