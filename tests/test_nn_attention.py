@@ -194,3 +194,122 @@ def test_errors():
         F.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones((3, 3), dtype=ember.int64))
     with pytest.raises(RuntimeError):
         F.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones((3, 5)))
+
+
+# ---- MultiheadAttention and the transformer encoder --------------------------------------
+
+def test_multihead_attention_parameters_and_forms():
+    ember.manual_seed(0)
+    m = ember.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    assert [n for n, _ in m.named_parameters()] == ["in_proj_weight", "in_proj_bias",
+                                                    "out_proj.weight", "out_proj.bias"]
+    assert tuple(m.in_proj_weight.shape) == (24, 8)
+    rng = np.random.default_rng(30)
+    x = _t(rng, (2, 5, 8))
+    kpm = ember.tensor([[False] * 4 + [True], [False] * 5])
+    out, w = m(x, x, x, key_padding_mask=kpm)
+    assert tuple(out.shape) == (2, 5, 8) and tuple(w.shape) == (2, 5, 5)
+    np.testing.assert_allclose(_np(w)[0, :, 4], 0, atol=1e-12)
+    np.testing.assert_allclose(_np(w).sum(-1), 1, atol=1e-12)
+    out2, none = m(x, x, x, key_padding_mask=kpm, need_weights=False)
+    assert none is None
+    np.testing.assert_allclose(_np(out2), _np(out), atol=1e-12)
+    _, wh = m(x, x, x, average_attn_weights=False)
+    assert tuple(wh.shape) == (2, 2, 5, 5)
+    one, _ = m(x[0], x[0], x[0])  # unbatched
+    full, _ = m(x, x, x)
+    np.testing.assert_allclose(_np(one), _np(full)[0], atol=1e-12)
+    kv = ember.nn.MultiheadAttention(8, 4, kdim=3, vdim=6, add_bias_kv=True)
+    names = [n for n, _ in kv.named_parameters()]
+    assert names == ["q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "bias_k",
+                     "bias_v", "out_proj.weight", "out_proj.bias"]
+    o, w = kv(ember.zeros((5, 2, 8)), ember.ones((7, 2, 3)), ember.ones((7, 2, 6)))
+    assert tuple(o.shape) == (5, 2, 8) and tuple(w.shape) == (2, 5, 8)
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        ember.nn.MultiheadAttention(6, 4)
+
+
+_TORCH_TRANSFORMER = r"""
+import json, numpy as np, torch
+torch.manual_seed(0)
+res = {}
+mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).double().eval()
+x = torch.randn(2, 5, 8, dtype=torch.float64, requires_grad=True)
+am = torch.rand(5, 5) > 0.7
+am.fill_diagonal_(False)
+o, w = mha(x, x, x, attn_mask=am)
+o.square().sum().backward()
+res["mha"] = dict(state={k: v.tolist() for k, v in mha.state_dict().items()}, x=x.tolist(),
+                  am=am.tolist(), o=o.tolist(), w=w.tolist(), xg=x.grad.tolist())
+for norm_first, act in ((False, "relu"), (True, "gelu")):
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
+                                             activation=act, batch_first=True,
+                                             norm_first=norm_first)
+    enc = torch.nn.TransformerEncoder(layer, 2, norm=torch.nn.LayerNorm(8),
+                                      enable_nested_tensor=False).double()
+    src = torch.randn(2, 6, 8, dtype=torch.float64)
+    kpm = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.float64)
+    y = enc(src, mask=mask, src_key_padding_mask=kpm)
+    res[f"enc{int(norm_first)}"] = dict(state={k: v.tolist() for k, v in enc.state_dict().items()},
+                                        src=src.tolist(), kpm=kpm.tolist(), y=y.tolist())
+print(json.dumps(res))
+"""
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/work/torchvenv/bin/python"),
+                    reason="PyTorch not installed")
+def test_mha_and_transformer_encoder_against_torch():
+    import json
+    import os
+    import subprocess
+    r = subprocess.run(["/work/torchvenv/bin/python", "-c", _TORCH_TRANSFORMER],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=""))
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+
+    def load(m, state):
+        m.load_state_dict({k: ember.tensor(np.array(v), dtype=ember.float64)
+                           for k, v in state.items()})
+    d = res["mha"]
+    mha = ember.nn.MultiheadAttention(8, 2, batch_first=True).double().eval()
+    load(mha, d["state"])
+    x = ember.tensor(np.array(d["x"]), dtype=ember.float64).requires_grad_(True)
+    o, w = mha(x, x, x, attn_mask=ember.tensor(np.array(d["am"])))
+    np.testing.assert_allclose(_np(o), np.array(d["o"]), atol=1e-10)
+    np.testing.assert_allclose(_np(w), np.array(d["w"]), atol=1e-10)
+    o.square().sum().backward()
+    np.testing.assert_allclose(_np(x.grad), np.array(d["xg"]), atol=1e-10)
+    for norm_first, act in ((False, "relu"), (True, "gelu")):
+        d = res[f"enc{int(norm_first)}"]
+        layer = ember.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
+                                                 activation=act, batch_first=True,
+                                                 norm_first=norm_first)
+        enc = ember.nn.TransformerEncoder(layer, 2, norm=ember.nn.LayerNorm(8)).double()
+        load(enc, d["state"])
+        src = ember.tensor(np.array(d["src"]), dtype=ember.float64)
+        mask = ember.triu(ember.full((6, 6), float("-inf"), dtype=ember.float64), 1)
+        y = enc(src, mask=mask, src_key_padding_mask=ember.tensor(np.array(d["kpm"])))
+        np.testing.assert_allclose(_np(y), np.array(d["y"]), atol=1e-10, err_msg=str(norm_first))
+
+
+def test_transformer_encoder_layer_structure_and_training():
+    ember.manual_seed(0)
+    layer = ember.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.1)
+    names = [n for n, _ in layer.named_parameters()]
+    assert names == ["self_attn.in_proj_weight", "self_attn.in_proj_bias",
+                     "self_attn.out_proj.weight", "self_attn.out_proj.bias", "linear1.weight",
+                     "linear1.bias", "linear2.weight", "linear2.bias", "norm1.weight",
+                     "norm1.bias", "norm2.weight", "norm2.bias"]
+    enc = ember.nn.TransformerEncoder(layer, 3)
+    assert len(enc.layers) == 3 and enc.layers[0] is not layer
+    x = ember.randn(7, 2, 8)
+    y = enc(x)
+    y.sum().backward()
+    assert all(p.grad is not None for p in enc.parameters())
+    enc.eval()
+    np.testing.assert_array_equal(_np(enc(x)), _np(enc(x)))
+    custom = ember.nn.TransformerEncoderLayer(8, 2, 16, 0.0, activation=ember.tanh, bias=False)
+    assert custom.activation is ember.tanh and custom.linear1.bias is None
+    assert tuple(custom(x).shape) == (7, 2, 8)

@@ -331,3 +331,166 @@ def test_against_torch_modules_functional_form():
         np.testing.assert_allclose(_np(x.grad), np.array(d["xg"]), atol=1e-10)
         for p, g in zip(ps, d["grads"]):
             np.testing.assert_allclose(_np(p.grad), np.array(g), atol=1e-10)
+
+
+# ---- modules ------------------------------------------------------------------------------
+
+def test_module_parameters_names_shapes_init():
+    m = ember.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)
+    names = [n for n, _ in m.named_parameters()]
+    expected = []
+    for layer_i in range(2):
+        for sfx in ("", "_reverse"):
+            expected += [f"{w}_l{layer_i}{sfx}" for w in
+                         ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")]
+    assert names == expected
+    shapes = {n: tuple(p.shape) for n, p in m.named_parameters()}
+    assert shapes["weight_ih_l0"] == (16, 3) and shapes["weight_hh_l0"] == (16, 2)
+    assert shapes["weight_ih_l1_reverse"] == (16, 4) and shapes["weight_hr_l1"] == (2, 4)
+    for p in m.parameters():
+        a = _np(p)
+        assert np.all(np.abs(a) <= 0.5) and a.std() > 0.1
+    g = ember.nn.GRU(5, 6, bias=False)
+    assert [n for n, _ in g.named_parameters()] == ["weight_ih_l0", "weight_hh_l0"]
+    assert tuple(g.weight_ih_l0.shape) == (18, 5)
+    r = ember.nn.RNN(2, 3, 1, "relu")
+    assert r.mode == "RNN_RELU" and "RNN(2, 3)" == repr(r)
+    assert repr(m) == "LSTM(3, 4, proj_size=2, num_layers=2, bidirectional=True)"
+
+
+@pytest.mark.parametrize("cls,mode", [("LSTM", "lstm"), ("GRU", "gru"), ("RNN", "rnn_tanh")])
+def test_module_forward_forms(cls, mode):
+    ember.manual_seed(0)
+    m = getattr(ember.nn, cls)(3, 4, num_layers=2, batch_first=True, bidirectional=True)
+    m = m.double()
+    rng = np.random.default_rng(20)
+    x = _t(rng, (2, 5, 3), scale=1.0)
+    out, hid = m(x)
+    ps = [p for p in m.parameters()]
+    hx = [ember.zeros((4, 2, 4), dtype=ember.float64)] * 2 if mode == "lstm" else \
+        ember.zeros((4, 2, 4), dtype=ember.float64)
+    ref_out = getattr(ember, mode)(x, hx, ps, True, 2, 0.0, False, True, True)
+    np.testing.assert_allclose(_np(out), _np(ref_out[0]), atol=1e-12)
+    assert tuple(out.shape) == (2, 5, 8)
+    # unbatched input gives the batched result's row
+    out1, hid1 = m(x[1])
+    np.testing.assert_allclose(_np(out1), _np(out)[1], atol=1e-12)
+    h_full = hid[0] if mode == "lstm" else hid
+    h_one = hid1[0] if mode == "lstm" else hid1
+    np.testing.assert_allclose(_np(h_one), _np(h_full)[:, 1], atol=1e-12)
+    # a PackedSequence of unsorted lengths: each sequence as if run alone
+    from ember.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    lengths = [3, 5]
+    p = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    po, ph = m(p)
+    padded, lens = pad_packed_sequence(po, batch_first=True)
+    assert lens.tolist() == lengths
+    for b, n in enumerate(lengths):
+        ob, hb = m(x[b, :n])
+        np.testing.assert_allclose(_np(padded[b, :n]), _np(ob), atol=1e-12)
+        hp = ph[0] if mode == "lstm" else ph
+        hbb = hb[0] if mode == "lstm" else hb
+        np.testing.assert_allclose(_np(hp[:, b]), _np(hbb), atol=1e-12)
+    # gradients reach every parameter
+    out.sum().backward()
+    assert all(p.grad is not None for p in m.parameters())
+
+
+def test_module_errors_and_warnings():
+    with pytest.raises(ValueError, match="dropout should be a number in range"):
+        ember.nn.LSTM(3, 4, dropout=2)
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        ember.nn.LSTM(3, 4, proj_size=4)
+    with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM"):
+        ember.nn.modules.rnn.RNNBase("GRU", 3, 4, proj_size=2)
+    with pytest.raises(ValueError, match="hidden_size must be greater than zero"):
+        ember.nn.GRU(3, 0)
+    with pytest.raises(ValueError, match="Unknown nonlinearity"):
+        ember.nn.RNN(3, 4, nonlinearity="gelu")
+    with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
+        ember.nn.GRU(3, 4, dropout=0.5)
+    m = ember.nn.LSTM(3, 4)
+    with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size. "
+                                           "Expected 3, got 5"):
+        m(ember.zeros((2, 1, 5)))
+    with pytest.raises(ValueError, match="Expected input to be 2D or 3D, got 4D instead"):
+        m(ember.zeros((2, 1, 1, 3)))
+    with pytest.raises(RuntimeError, match="Expected hidden\\[0\\] size \\(1, 1, 4\\), "
+                                           "got \\[1, 2, 4\\]"):
+        m(ember.zeros((2, 1, 3)), (ember.zeros((1, 2, 4)), ember.zeros((1, 1, 4))))
+    with pytest.raises(RuntimeError, match="For batched 3-D input, hx and cx should also be 3-D"):
+        m(ember.zeros((2, 1, 3)), (ember.zeros((1, 4)), ember.zeros((1, 4))))
+    g = ember.nn.GRU(3, 4)
+    with pytest.raises(RuntimeError, match="Expected hidden size \\(1, 1, 4\\), got \\[2, 1, 4\\]"):
+        g(ember.zeros((2, 1, 3)), ember.zeros((2, 1, 4)))
+    with pytest.raises(ValueError, match="input must have the type"):
+        g(ember.zeros((2, 1, 3), dtype=ember.float64))
+
+
+@pytest.mark.parametrize("cls,mode", [("LSTMCell", "lstm"), ("GRUCell", "gru"),
+                                      ("RNNCell", "rnn_tanh")])
+def test_cells(cls, mode):
+    m = getattr(ember.nn, cls)(3, 4).double()
+    assert [n for n, _ in m.named_parameters()] == ["weight_ih", "weight_hh", "bias_ih",
+                                                     "bias_hh"]
+    rng = np.random.default_rng(21)
+    x = _t(rng, (2, 3), scale=1.0)
+    h = _t(rng, (2, 4))
+    hx = (h, _t(rng, (2, 4))) if mode == "lstm" else h
+    out = m(x, hx)
+    w = [_np(p) for p in m.parameters()]
+    hh = [_np(t) for t in hx] if mode == "lstm" else [_np(hx), None]
+    _, eh, ec = ref.layer(mode, _np(x), [2], hh[0], hh[1], *w)
+    got_h = out[0] if mode == "lstm" else out
+    np.testing.assert_allclose(_np(got_h), eh, atol=1e-12)
+    if mode == "lstm":
+        np.testing.assert_allclose(_np(out[1]), ec, atol=1e-12)
+    one = m(x[0], tuple(t[0] for t in hx) if mode == "lstm" else hx[0])
+    one_h = one[0] if mode == "lstm" else one
+    np.testing.assert_allclose(_np(one_h), eh[0], atol=1e-12)
+    zero = m(x)  # hx defaults to zeros
+    assert tuple((zero[0] if mode == "lstm" else zero).shape) == (2, 4)
+    with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 5 expected 3"):
+        m(ember.zeros((2, 5), dtype=ember.float64))
+    with pytest.raises(ValueError, match="Expected input to be 1D or 2D, got 3D instead"):
+        m(ember.zeros((1, 2, 3), dtype=ember.float64))
+
+
+_TORCH_MODULE_SCRIPT = r"""
+import json, numpy as np, torch
+torch.manual_seed(0)
+out = {}
+for name in ("LSTM", "GRU", "RNN"):
+    kw = dict(proj_size=3) if name == "LSTM" else dict(nonlinearity="relu") if name == "RNN" else {}
+    m = getattr(torch.nn, name)(4, 5, num_layers=2, bidirectional=True, **kw).double()
+    x = torch.randn(6, 3, 4, dtype=torch.float64)
+    lengths = [6, 2, 4]
+    p = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False)
+    y, h = m(p)
+    y, _ = torch.nn.utils.rnn.pad_packed_sequence(y)
+    hs = h if isinstance(h, tuple) else (h,)
+    out[name] = dict(state={k: v.tolist() for k, v in m.state_dict().items()}, x=x.tolist(),
+                     lengths=lengths, y=y.detach().tolist(), h=[t.detach().tolist() for t in hs])
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="PyTorch not installed")
+def test_modules_against_torch_packed_state_dict():
+    from ember.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    r = subprocess.run([TORCH_PY, "-c", _TORCH_MODULE_SCRIPT], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, PYTHONPATH=""))
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    for name, d in res.items():
+        kw = dict(proj_size=3) if name == "LSTM" else \
+            dict(nonlinearity="relu") if name == "RNN" else {}
+        m = getattr(ember.nn, name)(4, 5, num_layers=2, bidirectional=True, **kw).double()
+        m.load_state_dict({k: ember.tensor(np.array(v), dtype=ember.float64)
+                           for k, v in d["state"].items()})
+        x = ember.tensor(np.array(d["x"]), dtype=ember.float64)
+        y, h = m(pack_padded_sequence(x, d["lengths"], enforce_sorted=False))
+        y, _ = pad_packed_sequence(y)
+        np.testing.assert_allclose(_np(y), np.array(d["y"]), atol=1e-10, err_msg=name)
+        for a, e in zip(h if isinstance(h, tuple) else (h,), d["h"]):
+            np.testing.assert_allclose(_np(a), np.array(e), atol=1e-10, err_msg=name)

@@ -108,23 +108,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def _linear(x, w, b):
-    out = ember.matmul(x, w.t())
-    return out if b is None else out + b
+    from .misc import linear
+    return linear(x, w, b)
 
 
 def _softmax(x):
-    m = x.detach().amax(-1, keepdim=True)
-    m = m.masked_fill(m == float("-inf"), 0.0)
-    e = (x - m).exp()
-    den = e.sum(-1, keepdim=True)
-    return e / den.masked_fill(den == 0, 1.0)
+    from .activation import softmax
+    return softmax(x, dim=-1)
 
 
 def _dropout(x, p, training):
-    if not training or p == 0.0:
-        return x
-    keep = ember.empty_like(x).bernoulli_(1.0 - p)
-    return x * keep / (1.0 - p) if p < 1.0 else x * keep
+    from .misc import dropout
+    return dropout(x, p, training)
 
 
 def _canonical_mask(mask, name, other_name, other, target_dtype):
