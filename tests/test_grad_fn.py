@@ -66,3 +66,29 @@ def test_new_op_nodes(device):
         "LinalgInvExBackward0"
     assert type(x.unfold(0, 2, 1).grad_fn).__name__ == "UnfoldBackward0"
     assert type(ember.lgamma(x.abs() + 1).grad_fn).__name__ == "LgammaBackward0"
+
+
+def test_fixed_node_names(device):
+    x = ember.rand(3, dtype=ember.float64, requires_grad=True, device=device)
+    assert type(ember.lerp(x, x * 2, 0.5).grad_fn).__name__ == "LerpBackward0"
+    assert type(ember.lerp(x, x * 2, x).grad_fn).__name__ == "LerpBackward1"
+    assert type(ember.nan_to_num(x).grad_fn).__name__ == "NanToNumBackward0"
+    r = 1 / x
+    assert type(r.grad_fn).__name__ == "MulBackward0"
+    assert type(r.grad_fn.next_functions[0][0]).__name__ == "ReciprocalBackward0"
+    np_x = x.detach().numpy()
+    assert abs((2 / x).sum().item() - (2 / np_x).sum()) < 1e-12
+
+
+def test_fixed_node_gradients(device):
+    from ember.autograd import gradcheck, gradgradcheck
+    s = ember.rand(3, dtype=ember.float64, requires_grad=True, device=device)
+    e = ember.rand(3, dtype=ember.float64, requires_grad=True, device=device)
+    w = ember.rand(3, dtype=ember.float64, requires_grad=True, device=device)
+    assert gradcheck(lambda a, b, c: ember.lerp(a, b, c), (s, e, w))
+    assert gradgradcheck(lambda a, b, c: ember.lerp(a, b, c), (s, e, w))
+    assert gradcheck(lambda a, b: ember.lerp(a, b, 0.3), (s, e))
+    x = ember.tensor([1.0, float("nan"), float("inf"), -2.0], dtype=ember.float64, requires_grad=True, device=device)
+    ember.nan_to_num(x).sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert gradcheck(lambda a: 2.5 / a, (s + 1,))

@@ -37,7 +37,13 @@ def _mp(name):
     def f(x):
         import mpmath
         g = getattr(mpmath, name)
-        return np.vectorize(lambda v: float(g(v)), otypes=[np.float64])(x)
+
+        def one(v):
+            try:
+                return float(g(v))
+            except ValueError:  # a pole: digamma(0) = -inf, digamma(-n) = nan, as PyTorch
+                return -math.inf if v == 0 else math.nan
+        return np.vectorize(one, otypes=[np.float64])(x)
     return f
 
 
