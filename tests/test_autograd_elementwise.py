@@ -24,6 +24,8 @@ UNARY_NAMES = {
     "tan": "TanBackward0", "asin": "AsinBackward0", "acos": "AcosBackward0",
     "atan": "AtanBackward0", "sinh": "SinhBackward0", "cosh": "CoshBackward0",
     "tanh": "TanhBackward0", "sigmoid": "SigmoidBackward0", "erf": "ErfBackward0",
+    "erfc": "ErfcBackward0", "erfinv": "ErfinvBackward0", "lgamma": "LgammaBackward0",
+    "digamma": "DigammaBackward0", "i0": "I0Backward0", "special_i1": "SpecialI1Backward0",
 }
 
 

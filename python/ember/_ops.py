@@ -3,7 +3,7 @@ better in Python."""
 from . import _C
 
 _names = [n for n in dir(_C) if not n.startswith("_") and n not in (
-    "Tensor", "dtype", "device")]
+    "Tensor", "dtype", "device", "linalg")]  # ember.linalg is the Python module linalg.py
 globals().update({n: getattr(_C, n) for n in _names})
 __all__ = list(_names) + ["where"]
 

@@ -257,6 +257,30 @@ Tensor.__array_interface__ = property(_array_interface)
 Tensor.__array_priority__ = 1000
 
 
+def _apply_(self, callable):
+    """Applies a Python callable to every element, in place (CPU tensors, as PyTorch;
+    the callable runs in Python once per element, so this is for small tensors)."""
+    if not self.device.type == "cpu":
+        raise TypeError("apply_ is only implemented on CPU tensors")
+    vals = [callable(v) for v in self.reshape(-1).tolist()]
+    self.copy_(_C.tensor(vals, dtype=self.dtype).reshape(self.shape))
+    return self
+
+
+def _map_(self, tensor, callable):
+    """self[i] = callable(self[i], tensor[i]) for every element, in place (CPU tensors)."""
+    if not self.device.type == "cpu":
+        raise TypeError("map_ is only implemented on CPU tensors")
+    other = tensor.expand_as(self).reshape(-1).tolist()
+    vals = [callable(a, b) for a, b in zip(self.reshape(-1).tolist(), other)]
+    self.copy_(_C.tensor(vals, dtype=self.dtype).reshape(self.shape))
+    return self
+
+
+Tensor.apply_ = _apply_
+Tensor.map_ = _map_
+
+
 # Module-level names of this area, attached to the ember package (its __init__
 # imports this module after _ops, so these take precedence).
 def _export():

@@ -5,7 +5,9 @@ from __future__ import annotations
 import collections
 
 __all__ = ["max", "min", "median", "mode", "kthvalue", "sort", "topk", "cummax", "cummin",
-           "aminmax", "var_mean", "std_mean"]
+           "aminmax", "var_mean", "std_mean", "frexp", "nanmedian", "svd", "qr", "slogdet",
+           "linalg_svd", "linalg_qr", "linalg_eigh", "linalg_slogdet", "linalg_inv_ex",
+           "linalg_cholesky_ex", "linalg_lstsq", "histogram"]
 
 
 def _make(name, fields):
@@ -33,3 +35,16 @@ cummin = _make("cummin", ["values", "indices"])
 aminmax = _make("aminmax", ["min", "max"])
 var_mean = _make("var_mean", ["var", "mean"])
 std_mean = _make("std_mean", ["std", "mean"])
+frexp = _make("frexp", ["mantissa", "exponent"])
+nanmedian = _make("nanmedian", ["values", "indices"])
+svd = _make("svd", ["U", "S", "V"])
+qr = _make("qr", ["Q", "R"])
+slogdet = _make("slogdet", ["sign", "logabsdet"])
+linalg_svd = _make("linalg_svd", ["U", "S", "Vh"])
+linalg_qr = _make("linalg_qr", ["Q", "R"])
+linalg_eigh = _make("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_slogdet = _make("linalg_slogdet", ["sign", "logabsdet"])
+linalg_inv_ex = _make("linalg_inv_ex", ["inverse", "info"])
+linalg_cholesky_ex = _make("linalg_cholesky_ex", ["L", "info"])
+linalg_lstsq = _make("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+histogram = _make("histogram", ["hist", "bin_edges"])

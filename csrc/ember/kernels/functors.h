@@ -78,6 +78,94 @@ EMBER_FLOAT_UNARY(Tanh, tanh)
 EMBER_FLOAT_UNARY(Erf, erf)
 EMBER_FLOAT_UNARY(Exp2, exp2)
 #undef EMBER_FLOAT_UNARY
+struct Erfc { template <typename T> EMBER_F T operator()(T x) const { using std::erfc; return erfc(x); } };
+struct Lgamma { template <typename T> EMBER_F T operator()(T x) const { using std::lgamma; return lgamma(x); } };
+// digamma as PyTorch's calc_digamma (Cephes): reflection for x < 0, recurrence up
+// to 10, then the asymptotic series.
+struct Digamma {
+  template <typename T> EMBER_F T operator()(T xt) const {
+    double x = double(xt);
+    const double kPi = 3.14159265358979323846;
+    if (x == 0) return T(std::copysign(INFINITY, -x));
+    double result = 0;
+    if (x < 0) {
+      if (x == std::trunc(x)) return T(NAN);
+      double q = x - std::floor(x);
+      result = -kPi / std::tan(kPi * q);
+      x = 1 - x;
+    }
+    while (x < 10) {
+      result -= 1 / x;
+      x += 1;
+    }
+    if (x == 10) return T(result + 2.25175258906672110764);
+    const double A[] = {8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+                        -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+                        8.33333333333333333333E-2};
+    double y = 0;
+    if (x < 1.0e17) {
+      double z = 1.0 / (x * x), p = A[0];
+      for (int i = 1; i < 7; ++i) p = p * z + A[i];
+      y = z * p;
+    }
+    return T(result + std::log(x) - 0.5 / x - y);
+  }
+};
+// erfinv: a rational first guess refined by two Newton steps (PyTorch's calc_erfinv).
+struct Erfinv {
+  template <typename T> EMBER_F T operator()(T yt) const {
+    double y = double(yt), ya = std::fabs(y);
+    if (ya > 1) return T(NAN);
+    if (ya == 1) return T(std::copysign(INFINITY, y));
+    const double a[4] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
+    const double b[4] = {-2.118377725, 1.442710462, -0.329097515, 0.012229801};
+    const double c[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
+    const double d[2] = {3.543889200, 1.637067800};
+    double x;
+    if (ya <= 0.7) {
+      double z = y * y;
+      double num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];
+      double dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0;
+      x = y * num / dem;
+    } else {
+      double z = std::sqrt(-std::log((1.0 - ya) / 2.0));
+      double num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];
+      double dem = (d[1] * z + d[0]) * z + 1.0;
+      x = std::copysign(num / dem, y);
+    }
+    const double k = 1.12837916709551257390;  // 2 / sqrt(pi)
+    x = x - (std::erf(x) - y) / (k * std::exp(-x * x));
+    x = x - (std::erf(x) - y) / (k * std::exp(-x * x));
+    return T(x);
+  }
+};
+// Modified Bessel functions I0 and I1: the power series for |x| <= 25, the
+// asymptotic expansion above (both converge to double precision there: the series has
+// no cancellation, and past 25 the expansion's smallest term is below 1e-21).
+template <int Nu>
+EMBER_F double bessel_i(double x) {
+  double ax = std::fabs(x);
+  if (ax <= 25.0) {
+    double h = x / 2, q = h * h, term = Nu == 0 ? 1.0 : h, sum = term;
+    for (int k = 1; k < 200; ++k) {
+      term *= q / (double(k) * double(k + Nu));
+      sum += term;
+      if (std::fabs(term) <= std::fabs(sum) * 1e-17) break;
+    }
+    return sum;
+  }
+  double mu = 4.0 * Nu * Nu, term = 1.0, sum = 1.0;
+  for (int k = 1; k < 40; ++k) {
+    double f = (mu - double(2 * k - 1) * double(2 * k - 1)) / (double(k) * 8.0 * ax);
+    term *= -f;
+    sum += term;
+    if (std::fabs(term) < 1e-17 * std::fabs(sum)) break;
+  }
+  double r = std::exp(ax) / std::sqrt(2.0 * 3.14159265358979323846 * ax) * sum;
+  return (Nu == 1 && x < 0) ? -r : r;
+}
+struct I0 { template <typename T> EMBER_F T operator()(T x) const { return T(bessel_i<0>(double(x))); } };
+struct SpecialI1 { template <typename T> EMBER_F T operator()(T x) const { return T(bessel_i<1>(double(x))); } };
 struct Rsqrt { template <typename T> EMBER_F T operator()(T x) const { return T(1) / std::sqrt(x); } };
 struct Reciprocal { template <typename T> EMBER_F T operator()(T x) const { return T(1) / x; } };
 struct Sigmoid { template <typename T> EMBER_F T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
 
@@ -447,14 +448,41 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
               " for `end` but got dtype ", dtype_name(end.dtype()));
   EMBER_CHECK(is_floating(start.dtype()), "lerp: expected a floating-point `start`, got ",
               dtype_name(start.dtype()));
+  autograd::RecordScope rs({&start, &end, &weight});
+  const Tensor& w = weight;
   Tensor diff = binary(BinaryOp::sub, end, start);
-  Tensor w = weight.impl()->wrapped_number ? weight : weight;
   Tensor lo = binary(BinaryOp::add, start, binary(BinaryOp::mul, w, diff));
   Tensor one_minus = binary(BinaryOp::sub, wrap_scalar(Scalar(1.0)), w);
   Tensor hi = binary(BinaryOp::sub, end, binary(BinaryOp::mul, diff, one_minus));
   Tensor small = binary(BinaryOp::lt, unary(UnaryOp::abs, w), wrap_scalar(Scalar(0.5)));
   Tensor r = where(small, lo, hi);
-  return r.dtype() == start.dtype() ? r : to_dtype(r, start.dtype());
+  if (r.dtype() != start.dtype()) r = to_dtype(r, start.dtype());
+  rs.done();
+  if (rs.rec) {
+    // One node as PyTorch's: LerpBackward0 for a number weight, LerpBackward1 for a tensor.
+    using autograd::LambdaNode;
+    auto node = autograd::record(
+        weight.impl()->wrapped_number ? "LerpBackward0" : "LerpBackward1", {&start, &end, &weight}, r,
+        [](LambdaNode& n, autograd::variable_list&& gs) -> autograd::variable_list {
+          Tensor g = gs[0], s0 = n.unpack(0), e0 = n.unpack(1), w0 = n.unpack(2);
+          Tensor gs_, ge_, gw_;
+          if (n.should_compute_output(0))
+            gs_ = autograd::sum_to_size(binary(BinaryOp::mul, g, binary(BinaryOp::sub, wrap_scalar(Scalar(1.0)), w0)), n.shape_a);
+          if (n.should_compute_output(1)) ge_ = autograd::sum_to_size(binary(BinaryOp::mul, g, w0), n.shape_b);
+          if (n.should_compute_output(2))
+            gw_ = autograd::cast_grad(autograd::sum_to_size(binary(BinaryOp::mul, g, binary(BinaryOp::sub, e0, s0)), n.shape_c),
+                                      n.dtype_b);
+          return {gs_, ge_, gw_};
+        });
+    node->shape_a = start.sizes();
+    node->shape_b = end.sizes();
+    node->shape_c = weight.sizes();
+    node->dtype_b = weight.dtype();
+    node->saved.emplace_back(start, false);
+    node->saved.emplace_back(end, false);
+    node->saved.emplace_back(weight, false);
+  }
+  return r;
 }
 
 double finfo_max(DType t) {
@@ -469,6 +497,7 @@ double finfo_max(DType t) {
 
 Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf, std::optional<double> neginf) {
   if (!is_floating(a.dtype())) return clone(a);
+  autograd::RecordScope rs({&a});
   double big = finfo_max(a.dtype());
   Tensor r = where(unary(UnaryOp::isnan, a), wrap_scalar(Scalar(nan)), a);
   Tensor inf = unary(UnaryOp::isinf, r);
@@ -476,6 +505,16 @@ Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf, std
   Tensor neg = binary(BinaryOp::logical_and, inf, binary(BinaryOp::lt, r, wrap_scalar(Scalar(0.0))));
   r = where(pos, wrap_scalar(Scalar(posinf.value_or(big))), r);
   r = where(neg, wrap_scalar(Scalar(neginf.value_or(-big))), r);
+  rs.done();
+  if (rs.rec) {
+    // The gradient passes where the input was finite (NanToNumBackward0, as PyTorch).
+    auto node = autograd::record("NanToNumBackward0", {&a}, r,
+                                 [](autograd::LambdaNode& n, autograd::variable_list&& gs) -> autograd::variable_list {
+                                   Tensor x = n.unpack(0);
+                                   return {where(unary(UnaryOp::isfinite, x), gs[0], wrap_scalar(Scalar(0.0)))};
+                                 });
+    node->saved.emplace_back(a, false);
+  }
   return r;
 }
 

@@ -2,6 +2,8 @@
 // hooks, grad modes, the engine entry points, graph nodes, and the node type
 // behind ember.autograd.Function.
 #include "ember/python/bind.h"  // first: Python.h before frameobject.h
+#include <cctype>
+#include <unordered_map>
 
 #include <frameobject.h>
 
@@ -31,13 +33,57 @@ struct PyNodeDeleter {
   }
 };
 
+// Note [Node types]: every node kind is its own Python type named as in PyTorch
+// (type(y.grad_fn).__name__ == "MulBackward0"), a subclass of _C._Node made on
+// first use and cached by name. The wrapper is constructed as an instance of that
+// subclass: _Node's (private) __init__ takes the node parked in g_pending_node.
+std::shared_ptr<Node> g_pending_node;
+
+py::object node_type(const std::string& name) {
+  static py::dict* cache = new py::dict();  // lives as long as the interpreter
+  py::str key(name);
+  if (cache->contains(key)) return (*cache)[key];
+  py::object base = py::module_::import("ember._C").attr("_Node");
+  py::dict ns;
+  ns["__module__"] = "ember.autograd.graph";
+  py::object t = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyType_Type))(key, py::make_tuple(base), ns);
+  (*cache)[key] = t;
+  return t;
+}
+
 // One Python object per live node, so graph walks can use `is`.
 py::object node_object(const std::shared_ptr<Node>& n) {
   if (!n) return py::none();
   if (n->pyobj) return py::reinterpret_borrow<py::object>(static_cast<PyObject*>(n->pyobj));
-  py::object o = py::cast(PyNode{n});
+  std::string name = n->name();
+  bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  py::object o;
+  if (ident) {
+    g_pending_node = n;
+    o = node_type(name)();
+    g_pending_node.reset();
+  } else {
+    o = py::cast(PyNode{n});
+  }
   n->pyobj = o.ptr();
   return o;
+}
+
+// Node.metadata: a dict per live node, kept beside the node (not its wrapper) so
+// it survives the wrapper; entries of dead nodes are purged as the map grows.
+py::dict node_metadata(const std::shared_ptr<Node>& n) {
+  static auto* table = new std::unordered_map<Node*, std::pair<std::weak_ptr<Node>, py::dict>>();
+  static size_t purge_at = 64;
+  auto it = table->find(n.get());
+  if (it != table->end() && it->second.first.lock() == n) return it->second.second;
+  if (table->size() >= purge_at) {
+    for (auto i = table->begin(); i != table->end();) i = i->second.first.expired() ? table->erase(i) : std::next(i);
+    purge_at = std::max<size_t>(64, table->size() * 2);
+  }
+  py::dict d;
+  (*table)[n.get()] = {n, d};
+  return d;
 }
 
 // Converts Python values to tensors for the engine (None -> undefined).
@@ -188,6 +234,10 @@ void init_autograd(py::module_& m) {
   py::class_<HookHandle>(m, "_HookHandle").def("remove", &HookHandle::remove);
 
   py::class_<PyNode, std::unique_ptr<PyNode, PyNodeDeleter>>(m, "_Node")
+      .def(py::init([]() {
+        EMBER_CHECK_TYPE(g_pending_node, "cannot create autograd graph nodes directly; they come from grad_fn");
+        return std::unique_ptr<PyNode, PyNodeDeleter>(new PyNode{std::move(g_pending_node)});
+      }))
       .def("name", [](const PyNode& n) { return n.node->name(); })
       .def_property_readonly("next_functions", [](const PyNode& n) {
         py::tuple t(n.node->next_edges.size());
@@ -204,6 +254,28 @@ void init_autograd(py::module_& m) {
         return v.defined() ? wrap(v) : py::none();
       })
       .def_property_readonly("_sequence_nr", [](const PyNode& n) { return n.node->sequence_nr; })
+      .def_property_readonly("metadata", [](const PyNode& n) { return node_metadata(n.node); })
+      // The saved tensors of a formula node in save order (None where nothing was saved);
+      // raises PyTorch's error once they were freed by backward.
+      .def("_saved_values", [](const PyNode& n) {
+        auto* ln = dynamic_cast<autograd::LambdaNode*>(n.node.get());
+        py::list out;
+        if (!ln) return out;
+        for (size_t i = 0; i < ln->saved.size(); ++i) {
+          EMBER_CHECK(!ln->released, "Trying to backward through the graph a second time (or directly access saved "
+                                     "tensors after they have already been freed). Saved intermediate values of the "
+                                     "graph are freed when you call .backward() or autograd.grad(). Specify "
+                                     "retain_graph=True if you need to backward through the graph a second time or if "
+                                     "you need to access saved tensors after calling backward.");
+          if (!ln->saved[i].defined()) {
+            out.append(py::none());
+            continue;
+          }
+          Tensor t = ln->saved[i].unpack(n.node);
+          out.append(t.defined() ? wrap(t) : py::none());
+        }
+        return out;
+      })
       .def("_released", [](const PyNode& n) { return n.node->released; })
       .def("register_prehook", [](const PyNode& n, py::object fn) {
         PyHook h{fn};

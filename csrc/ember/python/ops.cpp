@@ -254,6 +254,16 @@ void init_ops(py::module_& m) {
   EMBER_OPERATOR("xor", BinaryOp::bitwise_xor)
 #undef EMBER_OPERATOR
   cls.attr("__div__") = cls.attr("__truediv__");
+  // number / tensor is reciprocal(tensor) * number, as PyTorch's __rtruediv__ (its graph
+  // reads MulBackward0 -> ReciprocalBackward0).
+  cls.attr("__rtruediv__") = py::cpp_function(
+      [](const Tensor& a, py::handle b) -> py::object {
+        Tensor x;
+        if (!operand(b, x)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        if (x.impl()->wrapped_number) return wrap(binary(BinaryOp::mul, unary(UnaryOp::reciprocal, a), x));
+        return wrap(binary(BinaryOp::div, x, a));
+      },
+      py::name("__rtruediv__"), py::is_method(cls));
 
 #define EMBER_COMPARE(py_name, op)                                                  \
   cls.def("__" py_name "__", [](const Tensor& a, py::handle b) -> py::object {     \

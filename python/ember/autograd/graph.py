@@ -79,3 +79,63 @@ class _Rendered:
 def draw(tensor, name="output"):
     """The backward graph of ``tensor``, rendered inline in notebooks."""
     return _Rendered(to_dot(tensor, name))
+
+
+# ---- node types (Note [Node types] in csrc/ember/python/autograd.cpp) ----
+import abc as _abc  # noqa: E402
+
+
+class Node(_abc.ABC):  # noqa: B024  (an isinstance target, as torch.autograd.graph.Node)
+    """The base of every backward-graph node type: ``isinstance(y.grad_fn, Node)``.
+    Each node kind is its own subclass of ``_C._Node`` named as in PyTorch."""
+
+    @classmethod
+    def __subclasshook__(cls, C):
+        if cls is Node and issubclass(C, _C._Node):
+            return True
+        return NotImplemented
+
+
+Node.register(_C._Node)
+
+# The names PyTorch gives the saved tensors of common nodes, in save order.
+_SAVED_NAMES = {
+    "MulBackward0": ("_saved_self", "_saved_other"),
+    "DivBackward0": ("_saved_self", "_saved_other"),
+    "PowBackward0": ("_saved_self", "_saved_exponent"),
+    "PowBackward1": ("_saved_self", "_saved_exponent"),
+    "PowBackward2": ("_saved_self", "_saved_exponent"),
+    "Atan2Backward0": ("_saved_self", "_saved_other"),
+    "MaximumBackward0": ("_saved_self", "_saved_other"),
+    "MinimumBackward0": ("_saved_self", "_saved_other"),
+    "RemainderBackward1": ("_saved_self", "_saved_other"),
+    "FmodBackward1": ("_saved_self", "_saved_other"),
+    "WhereBackward0": ("_saved_condition",),
+}
+# Unary formula nodes save their result where the derivative reads it, else their input.
+_RESULT_SAVERS = {"ReluBackward0", "ExpBackward0", "Exp2Backward0", "Expm1Backward0", "SqrtBackward0",
+                  "RsqrtBackward0", "ReciprocalBackward0", "TanBackward0", "TanhBackward0",
+                  "SigmoidBackward0", "ErfinvBackward0"}
+
+
+def _saved_names(node):
+    name = type(node).__name__
+    if name in _SAVED_NAMES:
+        return _SAVED_NAMES[name]
+    if name in _RESULT_SAVERS:
+        return ("_saved_result",)
+    return ("_saved_self",)
+
+
+def _node_getattr(self, attr):
+    if attr.startswith("_saved_"):
+        names = _saved_names(self)
+        if attr in names:
+            values = self._saved_values()
+            i = names.index(attr)
+            if i < len(values):
+                return values[i]
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+
+
+_C._Node.__getattr__ = _node_getattr

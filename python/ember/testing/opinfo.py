@@ -27,6 +27,29 @@ class OpInfo:
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+_lgamma = np.vectorize(lambda x: math.lgamma(x) if x > 0 or x != math.floor(x) else math.inf,
+                       otypes=[np.float64])
+
+
+def _mp(name):
+    """A float64 reference from mpmath (imported on first use)."""
+    def f(x):
+        import mpmath
+        g = getattr(mpmath, name)
+
+        def one(v):
+            try:
+                return float(g(v))
+            except ValueError:  # a pole: digamma(0) = -inf, digamma(-n) = nan, as PyTorch
+                return -math.inf if v == 0 else math.nan
+        return np.vectorize(one, otypes=[np.float64])(x)
+    return f
+
+
+def _i1(x):
+    import mpmath
+    return np.vectorize(lambda v: float(mpmath.besseli(1, v)), otypes=[np.float64])(x)
 
 
 def _relu(x):
@@ -51,7 +74,9 @@ _UNARY_REFS = {
     "asin": (np.arcsin, (-0.99, 0.99)), "acos": (np.arccos, (-0.99, 0.99)),
     "atan": (np.arctan, None), "sinh": (np.sinh, (-4, 4)), "cosh": (np.cosh, (-4, 4)),
     "tanh": (np.tanh, None), "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), None),
-    "erf": (_erf, None), "isnan": (np.isnan, None), "isinf": (np.isinf, None),
+    "erf": (_erf, None), "erfc": (_erfc, None), "erfinv": (_mp("erfinv"), (-0.99, 0.99)),
+    "lgamma": (_lgamma, (0.1, 6)), "digamma": (_mp("digamma"), (0.1, 6)), "i0": (np.i0, None),
+    "special_i1": (_i1, None), "isnan": (np.isnan, None), "isinf": (np.isinf, None),
     "isfinite": (np.isfinite, None), "logical_not": (np.logical_not, None),
 }
 

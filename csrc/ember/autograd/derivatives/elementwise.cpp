@@ -4,6 +4,7 @@
 
 #include "ember/autograd/derivatives/formula.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/surface.h"
 #include "ember/ops/view.h"
 
 namespace ember::autograd {
@@ -64,6 +65,18 @@ Tensor unary_grad(U op, const Tensor& g, const Tensor& x, const Tensor& y) {
     case U::tanh: return mul(g, minus(S(1.0), mul(y, y)));
     case U::sigmoid: return mul(g, mul(y, minus(S(1.0), y)));
     case U::erf: return mul(g, mul(unary(U::exp, neg(mul(x, x))), S(2.0 / std::sqrt(M_PI))));
+    case U::erfc: return mul(g, mul(unary(U::exp, neg(mul(x, x))), S(-2.0 / std::sqrt(M_PI))));
+    case U::erfinv: return mul(g, mul(unary(U::exp, mul(y, y)), S(std::sqrt(M_PI) / 2.0)));
+    case U::lgamma: return mul(g, unary(U::digamma, x));
+    case U::digamma: return mul(g, polygamma(1, x));
+    case U::i0: return mul(g, unary(U::special_i1, x));
+    case U::special_i1: {
+      // I1'(x) = I0(x) - I1(x) / x, with the limit 1/2 at x = 0.
+      Tensor z = eq(x, S(0.0));
+      Tensor safe = where(z, S(1.0), x);
+      Tensor d = minus(unary(U::i0, x), div(unary(U::special_i1, safe), safe));
+      return mul(g, where(z, S(0.5), d));
+    }
     default: EMBER_ERROR("the derivative for '", op_name(op), "' is not implemented.");
   }
 }
@@ -71,7 +84,7 @@ Tensor unary_grad(U op, const Tensor& g, const Tensor& x, const Tensor& y) {
 bool unary_uses_output(U op) {
   switch (op) {
     case U::relu: case U::exp: case U::exp2: case U::expm1: case U::sqrt: case U::rsqrt:
-    case U::reciprocal: case U::tan: case U::tanh: case U::sigmoid:
+    case U::reciprocal: case U::tan: case U::tanh: case U::sigmoid: case U::erfinv:
       return true;
     default: return false;
   }

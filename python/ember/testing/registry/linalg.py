@@ -1,0 +1,265 @@
+"""Registry entries for contractions (ops/einsum.cpp) and ember.linalg."""
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from . import OpEntry, Sample
+from ._util import err, make
+
+FL = ("float32", "float64")
+
+
+def _s(*args, desc="", **kwargs):
+    return Sample(args, kwargs, desc)
+
+
+_EINSUM_CASES = [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->", [(3, 4)]),
+    ("ii->i", [(3, 3)]),
+    ("ii", [(3, 3)]),
+    ("i,i", [(4,), (4,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("iij->j", [(2, 2, 3)]),
+    ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)]),
+    ("Ab,bA", [(2, 3), (3, 2)]),
+]
+
+
+def _einsum_samples(device, dtype):
+    for k, (eq, shapes) in enumerate(_EINSUM_CASES):
+        ops = [make(s, device, dtype, seed=k * 10 + i) for i, s in enumerate(shapes)]
+        yield _s(eq, *ops, desc=eq)
+
+
+def _einsum_ref(eq, *ops):
+    return np.einsum(eq, *ops)
+
+
+ENTRIES = [
+    OpEntry("einsum", ember.einsum, _einsum_samples, _einsum_ref, dtypes=FL, atol=1e-4,
+            errors=lambda d: [err(RuntimeError, "invalid subscript", "i1->i", ember.ones(2, device=d)),
+                              err(RuntimeError, "does not match the number of dimensions", "ij->i", ember.ones(2, device=d)),
+                              err(RuntimeError, "repeated for operand", "ii->i", ember.ones(2, 3, device=d)),
+                              err(RuntimeError, "more operands", "i->i", ember.ones(2, device=d), ember.ones(2, device=d))]),
+    OpEntry("tensordot", ember.tensordot,
+            lambda d, t: [_s(make((3, 4, 5), d, t), make((4, 5, 2), d, t, seed=2)),
+                          _s(make((3, 4, 5), d, t), make((5, 3), d, t, seed=2), ([0, 2], [1, 0])),
+                          _s(make((3, 4), d, t), make((4, 2), d, t, seed=2), 1)],
+            lambda a, b, dims=2: np.tensordot(a, b, dims), dtypes=FL, atol=1e-4,
+            errors=lambda d: [err(RuntimeError, "contracted dimensions need to match", ember.ones(2, 3, device=d),
+                                  ember.ones(2, 3, device=d), ([0], [1]))]),
+    OpEntry("kron", ember.kron, lambda d, t: [_s(make((2, 3), d, t), make((3, 2), d, t, seed=2)),
+                                              _s(make((2,), d, t), make((2, 3), d, t, seed=2))],
+            np.kron, dtypes=FL + ("int64",), aliases=("Tensor.kron",)),
+    OpEntry("inner", ember.inner, lambda d, t: [_s(make((2, 3), d, t), make((4, 3), d, t, seed=2)),
+                                                _s(make((3,), d, t), make((3,), d, t, seed=2)),
+                                                _s(make((), d, t), make((2, 2), d, t, seed=2))],
+            np.inner, dtypes=FL, aliases=("Tensor.inner",),
+            errors=lambda d: [err(RuntimeError, "last dimension must match", ember.ones(2, device=d), ember.ones(3, device=d))]),
+    OpEntry("cross", ember.cross, lambda d, t: [_s(make((4, 3), d, t), make((4, 3), d, t, seed=2), dim=1),
+                                                _s(make((3, 2), d, t), make((3, 1), d, t, seed=2), dim=0)],
+            lambda a, b, dim=None: np.cross(a, b, axis=dim), dtypes=FL, aliases=("Tensor.cross",),
+            errors=lambda d: [err(RuntimeError, "must have length 3", ember.ones(2, 2, device=d),
+                                  ember.ones(2, 2, device=d), dim=1)]),
+    OpEntry("matrix_power", ember.matrix_power,
+            lambda d, t: [_s(make((3, 3), d, t, low=-1, high=1), n) for n in (0, 1, 2, 5)] +
+            [_s(make((2, 3, 3), d, t, low=-1, high=1), 3)],
+            np.linalg.matrix_power, dtypes=FL, atol=1e-4, aliases=("Tensor.matrix_power",),
+            errors=lambda d: [err(RuntimeError, "square matrices", ember.ones(2, 3, device=d), 2)]),
+]
+
+
+# ---- ember.linalg through LAPACK ----
+
+def _wellcond(shape, device, dtype, seed=0):
+    """A random square (batched) matrix with a dominant diagonal: safely invertible."""
+    a = make(shape, device, dtype, low=-1, high=1, seed=seed)
+    n = shape[-1]
+    return a + ember.eye(n, dtype=dtype, device=device) * n
+
+
+def _spd(x):
+    """x x^T + n I: symmetric positive definite and differentiable in x."""
+    n = x.shape[-1]
+    return x @ x.mT + ember.eye(n, dtype=x.dtype, device=x.device) * n
+
+
+def _spd_np(x):
+    n = x.shape[-1]
+    return x @ np.swapaxes(x, -1, -2) + np.eye(n) * n
+
+
+def _sym(x):
+    return x + x.mT
+
+
+def _sym_np(x):
+    return x + np.swapaxes(x, -1, -2)
+
+
+def _lin(name):
+    return getattr(ember.linalg, name)
+
+
+def _svd_inv(A, full_matrices=False):
+    """Gauge-invariant outputs of svd: S, and U diag(S) Vh rebuilt."""
+    U, S, Vh = ember.linalg.svd(A, full_matrices=full_matrices)
+    k = S.shape[-1]
+    return S, (U[..., :, :k] * S.unsqueeze(-2)) @ Vh[..., :k, :]
+
+
+def _svd_inv_ref(A, full_matrices=False):
+    S = np.linalg.svd(A, compute_uv=False)
+    return S, A
+
+
+def _svd_uv(A):
+    """U and Vh products that do not depend on the sign of each singular vector."""
+    U, S, Vh = ember.linalg.svd(A, full_matrices=False)
+    return U * U, Vh * Vh
+
+
+def _svd_uv_ref(A):
+    U, S, Vh = np.linalg.svd(A, full_matrices=False)
+    return U * U, Vh * Vh
+
+
+def _eigh_inv(x):
+    L, V = ember.linalg.eigh(_sym(x))
+    return L, V * V
+
+
+def _eigh_inv_ref(x):
+    L, V = np.linalg.eigh(_sym_np(x))
+    return L, V * V
+
+
+def _qr_op(A, mode="reduced"):
+    Q, R = ember.linalg.qr(A, mode=mode)
+    # Fix the sign gauge so the comparison does not depend on LAPACK's choice.
+    s = ember.sign(ember.diagonal(R, 0, -2, -1))
+    if Q.shape[-1] > s.shape[-1]:  # complete mode: the extra columns keep their sign
+        s = ember.cat([s, ember.ones(*s.shape[:-1], Q.shape[-1] - s.shape[-1], dtype=s.dtype)], -1)
+    return Q * s.unsqueeze(-2), R * s[..., :R.shape[-2]].unsqueeze(-1)
+
+
+def _qr_ref(A, mode="reduced"):
+    Q, R = np.linalg.qr(A, mode=mode)
+    s = np.sign(np.diagonal(R, 0, -2, -1))
+    if Q.shape[-1] > s.shape[-1]:
+        s = np.concatenate([s, np.ones(s.shape[:-1] + (Q.shape[-1] - s.shape[-1],))], -1)
+    return Q * s[..., None, :], R * s[..., :R.shape[-2], None]
+
+
+def _singular(d):
+    return ember.tensor([[1.0, 2.0], [2.0, 4.0]], device=d)
+
+
+ENTRIES += [
+    OpEntry("linalg.solve", _lin("solve"),
+            lambda d, t: [_s(_wellcond((3, 3), d, t), make((3, 2), d, t, seed=2)),
+                          _s(_wellcond((2, 3, 3), d, t), make((3,), d, t, seed=3)),
+                          _s(_wellcond((2, 3, 3), d, t), make((2, 3), d, t, seed=3), desc="batched vector"),
+                          _s(_wellcond((3, 3), d, t), make((2, 4, 3, 1), d, t, seed=4), desc="broadcast")],
+            lambda A, B: np.linalg.solve(A, B) if B.ndim != A.ndim - 1 else np.linalg.solve(A, B[..., None])[..., 0],
+            dtypes=FL, atol=1e-5,
+            errors=lambda d: [err(RuntimeError, "singular", _singular(d), ember.ones(2, 1, device=d)),
+                              err(ember.linalg.LinAlgError, "singular", _singular(d), ember.ones(2, 1, device=d)),
+                              err(RuntimeError, "square matrices", ember.ones(2, 3, device=d), ember.ones(2, device=d)),
+                              err(RuntimeError, "Incompatible shapes", ember.eye(3, device=d), ember.ones(2, 1, device=d))]),
+    OpEntry("linalg.solve_triangular", _lin("solve_triangular"),
+            lambda d, t: [_s(_wellcond((3, 3), d, t).triu(), make((3, 2), d, t, seed=2), upper=True),
+                          _s(_wellcond((2, 3, 3), d, t).tril(), make((2, 3, 4), d, t, seed=3), upper=False),
+                          _s(_wellcond((3, 3), d, t).tril(), make((2, 3), d, t, seed=4), upper=False, left=False),
+                          _s(_wellcond((3, 3), d, t).triu(), make((3, 2), d, t, seed=5), upper=True, unitriangular=True)],
+            lambda A, B, upper, left=True, unitriangular=False: (lambda Am: np.linalg.solve(Am, B) if left else
+                                                                 np.swapaxes(np.linalg.solve(np.swapaxes(Am, -1, -2), np.swapaxes(B, -1, -2)), -1, -2))(
+                (np.triu(A) if upper else np.tril(A)) if not unitriangular else
+                (np.triu(A, 1) if upper else np.tril(A, -1)) + np.eye(A.shape[-1])),
+            dtypes=FL, atol=1e-5),
+    OpEntry("linalg.inv", _lin("inv"), lambda d, t: [_s(_wellcond((3, 3), d, t)), _s(_wellcond((2, 4, 4), d, t))],
+            np.linalg.inv, dtypes=FL, aliases=("inverse", "Tensor.inverse", "linalg.inv_ex"),
+            errors=lambda d: [err(ember.linalg.LinAlgError, "singular", _singular(d)),
+                              err(RuntimeError, "floating point", ember.ones(2, 2, dtype=ember.int64, device=d))]),
+    OpEntry("linalg.det", _lin("det"), lambda d, t: [_s(make((3, 3), d, t)), _s(make((2, 4, 4), d, t, seed=1)),
+                                                    _s(_wellcond((1, 1), d, t))],
+            np.linalg.det, dtypes=FL, atol=1e-5, aliases=("det", "Tensor.det")),
+    OpEntry("linalg.slogdet", _lin("slogdet"), lambda d, t: [_s(make((3, 3), d, t)), _s(make((2, 4, 4), d, t, seed=1))],
+            lambda A: tuple(np.linalg.slogdet(A)), dtypes=FL, atol=1e-5, aliases=("slogdet", "Tensor.slogdet")),
+    OpEntry("logdet", ember.logdet, lambda d, t: [_s(_wellcond((3, 3), d, t)), _s(make((3, 3), d, t, seed=5))],
+            lambda A: (lambda sgn, logabs: np.where(sgn < 0, np.nan, logabs))(*np.linalg.slogdet(A)), dtypes=FL, atol=1e-5,
+            aliases=("Tensor.logdet",)),
+    OpEntry("linalg.cholesky", lambda x, upper=False, raw=False: ember.linalg.cholesky(x if raw else _spd(x), upper=upper),
+            lambda d, t: [_s(make((3, 3), d, t)), _s(make((2, 4, 4), d, t, seed=1)), _s(make((3, 3), d, t), upper=True)],
+            lambda x, upper=False: (lambda L: np.swapaxes(L, -1, -2) if upper else L)(np.linalg.cholesky(_spd_np(x))),
+            dtypes=FL, atol=1e-5, aliases=("cholesky", "Tensor.cholesky", "linalg.cholesky_ex"),
+            errors=lambda d: [err(ember.linalg.LinAlgError, "not positive-definite", lambda_neg_def(d), raw=True)]),
+    OpEntry("linalg.svd", _svd_inv,
+            lambda d, t: [_s(make((4, 3), d, t)), _s(make((3, 5), d, t, seed=1)), _s(make((2, 3, 3), d, t, seed=2)),
+                          _s(make((4, 3), d, t, seed=3), full_matrices=True)],
+            _svd_inv_ref, dtypes=FL, atol=1e-5, aliases=("svd", "Tensor.svd")),
+    OpEntry("linalg.svd_vectors", _svd_uv, lambda d, t: [_s(make((4, 3), d, t)), _s(make((3, 5), d, t, seed=1))],
+            _svd_uv_ref, dtypes=FL, atol=1e-5),
+    OpEntry("linalg.svdvals", _lin("svdvals"), lambda d, t: [_s(make((4, 3), d, t)), _s(make((2, 3, 5), d, t, seed=1))],
+            lambda A: np.linalg.svd(A, compute_uv=False), dtypes=FL, atol=1e-5),
+    OpEntry("linalg.eigh", _eigh_inv, lambda d, t: [_s(make((3, 3), d, t)), _s(make((2, 4, 4), d, t, seed=1))],
+            _eigh_inv_ref, dtypes=FL, atol=1e-5),
+    OpEntry("linalg.eigvalsh", lambda x, UPLO="L": ember.linalg.eigvalsh(_sym(x), UPLO),
+            lambda d, t: [_s(make((3, 3), d, t)), _s(make((2, 4, 4), d, t, seed=1), "U")],
+            lambda x, UPLO="L": np.linalg.eigvalsh(_sym_np(x)), dtypes=FL, atol=1e-5),
+    OpEntry("linalg.qr", _qr_op, lambda d, t: [_s(make((4, 3), d, t)), _s(make((3, 3), d, t, seed=1)),
+                                               _s(make((2, 5, 3), d, t, seed=2))],
+            _qr_ref, dtypes=FL, atol=1e-5, aliases=("qr", "Tensor.qr")),
+    OpEntry("linalg.qr_complete", lambda A: _qr_op(A, "complete"), lambda d, t: [_s(make((4, 3), d, t))],
+            lambda A: _qr_ref(A, "complete"),
+            dtypes=FL, atol=1e-5, grad=False),
+    OpEntry("linalg.pinv", _lin("pinv"), lambda d, t: [_s(make((4, 3), d, t)), _s(make((2, 3, 5), d, t, seed=1))],
+            np.linalg.pinv, dtypes=FL, atol=1e-5, aliases=("pinverse", "Tensor.pinverse")),
+    OpEntry("linalg.matrix_rank", _lin("matrix_rank"),
+            lambda d, t: [_s(make((4, 3), d, t)), _s(ember.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=t, device=d))],
+            np.linalg.matrix_rank, dtypes=FL, grad=False),
+    OpEntry("linalg.matrix_norm", _lin("matrix_norm"),
+            lambda d, t: [_s(make((3, 4), d, t), o) for o in ("fro", "nuc", 2, -2, 1, -1, float("inf"), -float("inf"))] +
+            [_s(make((2, 3, 3), d, t, seed=1), 2, keepdim=True)],
+            lambda A, ord="fro", keepdim=False: (lambda r: r.reshape(r.shape + (1, 1)) if keepdim else r)(
+                np.linalg.norm(A, ord, axis=(-2, -1))),
+            dtypes=FL, atol=1e-5),
+    OpEntry("linalg.cond", _lin("cond"), lambda d, t: [_s(_wellcond((3, 3), d, t)), _s(_wellcond((3, 3), d, t), 1),
+                                                      _s(_wellcond((3, 3), d, t), "fro")],
+            lambda A, p=None: np.linalg.cond(A, p), dtypes=FL, atol=1e-5),
+    OpEntry("linalg.lstsq", lambda A, B: ember.linalg.lstsq(A, B).solution,
+            lambda d, t: [_s(make((5, 3), d, t), make((5, 2), d, t, seed=1))],
+            lambda A, B: np.linalg.lstsq(A, B, rcond=None)[0], dtypes=FL, atol=1e-5),
+    OpEntry("linalg.multi_dot", lambda *ts: ember.linalg.multi_dot(list(ts)),
+            lambda d, t: [_s(make((3,), d, t), make((3, 4), d, t, seed=1), make((4, 2), d, t, seed=2))],
+            lambda *ts: np.linalg.multi_dot(ts), dtypes=FL, atol=1e-5),
+    OpEntry("linalg.vecdot", _lin("vecdot"), lambda d, t: [_s(make((3, 4), d, t), make((4,), d, t, seed=1))],
+            lambda x, y: np.sum(x * y, -1), dtypes=FL),
+    OpEntry("linalg.matrix_power", ember.linalg.matrix_power,
+            lambda d, t: [_s(_wellcond((3, 3), d, t), -2), _s(_wellcond((3, 3), d, t), 3)],
+            np.linalg.matrix_power, dtypes=FL, atol=1e-5),
+]
+
+
+def lambda_neg_def(d):
+    return ember.tensor([[1.0, 2.0], [2.0, 1.0]], device=d)
+
+
+def _expm_sym_ref(x):
+    a = _sym_np(x)
+    w, v = np.linalg.eigh(a)
+    return (v * np.exp(w)[..., None, :]) @ np.swapaxes(v, -1, -2)
+
+
+ENTRIES += [
+    OpEntry("matrix_exp", lambda x: ember.matrix_exp(_sym(x)),
+            lambda d, t: [_s(make((3, 3), d, t, low=-1, high=1)), _s(make((2, 4, 4), d, t, low=-2, high=2, seed=1))],
+            _expm_sym_ref, dtypes=FL, atol=1e-6, aliases=("Tensor.matrix_exp", "linalg.matrix_exp")),
+]
