@@ -305,9 +305,8 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
     } else {
       // checked: a huge padding (2**63 - 1) is an error, not an overflow (tests/test_fuzz.py)
       int64_t extra;
-      EMBER_CHECK(!__builtin_sub_overflow(
-                      checked_add(dk, output_padding[i], op.c_str()),
-                      checked_add(pad_lo[i], pad_hi[i], op.c_str()), &extra),
+      EMBER_CHECK(!__builtin_sub_overflow(checked_add(dk, output_padding[i], op.c_str()),
+                                          checked_add(pad_lo[i], pad_hi[i], op.c_str()), &extra),
                   op, ": integer overflow computing the output size along ", dim_name(nsp, i));
       const int64_t o = checked_add(checked_mul(in - 1, stride[i], op.c_str()), extra, op.c_str());
       EMBER_CHECK(o > 0 || in == 0, op, ": input of shape ", shape_str(input.sizes()),

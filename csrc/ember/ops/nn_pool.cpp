@@ -39,8 +39,8 @@ int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ce
   // checked: huge kernel/dilation/padding (2**62) are errors, not overflows (tests/test_fuzz.py)
   const char* op = "pool output size";
   const int64_t span = checked_add(checked_mul(d, k - 1, op), 1, op);
-  const int64_t num = checked_add(checked_add(in, checked_mul(2, p, op), op),
-                                  (ceil ? s - 1 : 0) - span, op);
+  const int64_t num =
+      checked_add(checked_add(in, checked_mul(2, p, op), op), (ceil ? s - 1 : 0) - span, op);
   int64_t out = floor_div(num, s) + 1;
   if (ceil && out > 0 && (out - 1) * s >= in + p) --out;
   return out;

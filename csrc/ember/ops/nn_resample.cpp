@@ -292,7 +292,8 @@ Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
   for (int64_t i = 0; i < nl; ++i) perm.push_back(i);
   for (int64_t v : {0, 2, 4, 1, 3}) perm.push_back(nl + v);
   Shape s2 = lead;
-  for (int64_t v : {checked_mul(c, checked_mul(r, r, "pixel_unshuffle"), "pixel_unshuffle"), h / r, w / r})
+  for (int64_t v :
+       {checked_mul(c, checked_mul(r, r, "pixel_unshuffle"), "pixel_unshuffle"), h / r, w / r})
     s2.push_back(v);
   return reshape(permute(reshape(x, s1), perm), s2);
 }
