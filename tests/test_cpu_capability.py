@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,8 @@ import ember
 from ember.backends import cpu as ember_cpu
 
 ORDER = ["default", "avx2", "avx512"]
-PKG_PARENT = str(Path(ember.__file__).resolve().parent.parent)
+# not resolve(): a staged package (tools/sanitize.sh) is a tree of symlinks
+PKG_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
 _PROBE = r"""
 import json, sys

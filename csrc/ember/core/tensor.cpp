@@ -179,7 +179,8 @@ Tensor empty(const Shape& sizes, DType dtype, Device device) {
                     0, n));
   // A byte other than 0 or 1 is not a bool (loading one is UB, as UBSan reports for
   // empty(dtype=bool).tolist()): bool storage on the CPU starts out false.
-  if (dtype == DType::Bool && device.is_cpu() && nbytes) std::memset(t.data_ptr(), 0, size_t(nbytes));
+  if (dtype == DType::Bool && device.is_cpu() && nbytes)
+    std::memset(t.data_ptr(), 0, size_t(nbytes));
   return t;
 }
 

@@ -63,10 +63,13 @@ TensorIterator::TensorIterator(std::initializer_list<Tensor> operands, int noutp
     Shape& st = strides_[i];
     st.resize(static_cast<size_t>(nd));
     int64_t td = t.dim();
-    // Inputs may have fewer dims (broadcast from the left) or size-1 dims (stride 0).
+    // Inputs may have fewer dims (broadcast from the left) or size-1 dims (stride 0). An empty
+    // operand makes the loop empty and its strides (maybe 2**63 - 1) are never stepped: 0, with
+    // no overflowing byte stride (found by tests/test_fuzz.py).
+    const bool empty = t.numel() == 0;
     for (int64_t d = 0; d < nd; ++d) {
       int64_t j = td - 1 - d;
-      st[d] = (j >= 0 && t.sizes()[j] != 1) ? t.strides()[j] * es : 0;
+      st[d] = (!empty && j >= 0 && t.sizes()[j] != 1) ? t.strides()[j] * es : 0;
     }
     ++i;
   }

@@ -360,8 +360,12 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
       s.g.in[j] = in;
       s.g.out[j] = (padded - dk) / stride[i] + 1;
     } else {
-      const int64_t o = checked_add(checked_mul(in - 1, stride[i], op.c_str()),
-                                    dk + output_padding[i] - pad_lo[i] - pad_hi[i], op.c_str());
+      // checked: a huge padding (2**63 - 1) is an error, not an overflow (tests/test_fuzz.py)
+      int64_t extra;
+      EMBER_CHECK(!__builtin_sub_overflow(checked_add(dk, output_padding[i], op.c_str()),
+                                          checked_add(pad_lo[i], pad_hi[i], op.c_str()), &extra),
+                  op, ": integer overflow computing the output size along ", dim_name(nsp, i));
+      const int64_t o = checked_add(checked_mul(in - 1, stride[i], op.c_str()), extra, op.c_str());
       EMBER_CHECK(o > 0 || in == 0, op, ": input of shape ", shape_str(input.sizes()),
                   " gives an output of size ", o, " along ", dim_name(nsp, i),
                   " (output size is too small: reduce padding)");
@@ -405,8 +409,9 @@ ConvGeom fold_geom(const char* op, int64_t channels, const Shape& hw, const Shap
   g.channels = channels;
   int64_t blocks[2];
   for (int i = 0; i < 2; ++i) {
-    const int64_t dk = dilation[i] * (kernel[i] - 1) + 1;
-    const int64_t padded = hw[i] + 2 * padding[i];
+    // checked: huge sizes (2**62) are errors, not overflows (found by tests/test_fuzz.py)
+    const int64_t dk = checked_add(checked_mul(dilation[i], kernel[i] - 1, op), 1, op);
+    const int64_t padded = checked_add(hw[i], checked_mul(2, padding[i], op), op);
     blocks[i] = padded >= dk ? (padded - dk) / stride[i] + 1 : 0;
     g.in[1 + i] = hw[i];
     g.k[1 + i] = kernel[i];
@@ -420,6 +425,8 @@ ConvGeom fold_geom(const char* op, int64_t channels, const Shape& hw, const Shap
               ", ", dilation[1], "), padding=(", padding[0], ", ", padding[1],
               "), the calculated shape of the array of sliding blocks is (", blocks[0], ", ",
               blocks[1], "), but its components must be at least one");
+  (void)checked_mul(blocks[0], blocks[1], op);  // g.out_numel() and g.k_numel() cannot overflow
+  (void)checked_mul(kernel[0], kernel[1], op);
   return g;
 }
 
@@ -436,11 +443,11 @@ Tensor im2col(const Tensor& input, const Shape& kernel, const Shape& dilation, c
   const int64_t N = x.sizes()[0], C = x.sizes()[1];
   const Shape hw{x.sizes()[2], x.sizes()[3]};
   ConvGeom g = fold_geom("unfold", C, hw, kernel, dilation, padding, stride);
-  const int64_t K = C * g.k_numel(), L = g.out_numel();
+  const int64_t K = checked_mul(C, g.k_numel(), "unfold"), L = g.out_numel();
   autograd::RecordScope scope({&x});
   Tensor out;
   {
-    Tensor cols = empty(Shape{K, N * L}, x.dtype(), x.device());
+    Tensor cols = empty(Shape{K, checked_mul(N, L, "unfold")}, x.dtype(), x.device());
     if (cols.numel()) im2col_stub.get(x.device())(cols, contiguous(x), g);
     out = contiguous(permute(view(cols, Shape{K, N, L}), Shape{1, 0, 2}));
   }
@@ -462,7 +469,7 @@ Tensor col2im(const Tensor& input, const Shape& output_size, const Shape& kernel
   const bool batched = input.dim() == 3;
   Tensor x = batched ? input : unsqueeze(input, 0);
   const int64_t N = x.sizes()[0], K = x.sizes()[1], L = x.sizes()[2];
-  const int64_t kprod = kernel[0] * kernel[1];
+  const int64_t kprod = checked_mul(kernel[0], kernel[1], "fold");
   EMBER_CHECK(K % kprod == 0, "fold: expected size of input's dimension 1 to be divisible by ",
               "the product of kernel_size, but got input.size(1)=", K, " and kernel_size=(",
               kernel[0], ", ", kernel[1], ")");

@@ -36,7 +36,11 @@ std::string kstr(const Shape& k) {
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
-  const int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+  // checked: huge kernel/dilation/padding (2**62) are errors, not overflows (tests/test_fuzz.py)
+  const char* op = "pool output size";
+  const int64_t span = checked_add(checked_mul(d, k - 1, op), 1, op);
+  const int64_t num =
+      checked_add(checked_add(in, checked_mul(2, p, op), op), (ceil ? s - 1 : 0) - span, op);
   int64_t out = floor_div(num, s) + 1;
   if (ceil && out > 0 && (out - 1) * s >= in + p) --out;
   return out;
@@ -90,13 +94,16 @@ PoolDim sliding_dim(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, in
   for (int64_t o = 0; o < out; ++o) {
     const int64_t start = o * s - p;
     if (avg) {
-      const int64_t end = std::min(start + k, in + p);
+      const int64_t end = k > in + p - start ? in + p : start + k;  // no overflow for a huge k
       const int64_t cs = std::max<int64_t>(start, 0), ce = std::min(end, in);
       for (int64_t t = cs; t < ce; ++t) r.idx.push_back(t);
       const int64_t div = count_include_pad ? end - start : ce - cs;
       r.scale.push_back(div > 0 ? 1.0 / double(div) : 0.0);
     } else {
-      for (int64_t t = 0; t < k; ++t) {
+      // only the taps inside the input: a huge padded kernel (2**62) is not looped over
+      const int64_t t0 = start >= 0 ? 0 : (-start - 1) / d + 1;
+      const int64_t t1 = std::min(k, in - start <= 0 ? 0 : (in - start - 1) / d + 1);
+      for (int64_t t = t0; t < t1; ++t) {
         const int64_t pos = start + t * d;
         if (pos >= 0 && pos < in) r.idx.push_back(pos);
       }

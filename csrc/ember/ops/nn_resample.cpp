@@ -102,10 +102,13 @@ Tensor pad(const Tensor& x, const Shape& p, const std::string& mode, std::option
     else
       EMBER_CHECK(n > 0 || (lo <= 0 && hi <= 0), "pad: replicate padding of an empty dimension ", d,
                   " (input of shape ", shape_of(x), ")");
-    const int64_t m = n + lo + hi;
+    // checked, and the index built in a tensor: a huge padding (2**62) is an error or an
+    // out-of-memory RuntimeError, not an overflow or a std::bad_alloc (found by tests/test_fuzz.py)
+    const int64_t m = checked_add(checked_add(n, lo, "pad"), hi, "pad");
     EMBER_CHECK(m >= 0, "pad: the input size ", n, ", plus negative padding ", lo, " and ", hi,
                 " resulted in a negative output size at dimension ", d);
-    std::vector<int64_t> idx(static_cast<size_t>(m));
+    Tensor index = empty(Shape{m}, DType::Int64);
+    int64_t* idx = index.data<int64_t>();
     for (int64_t o = 0; o < m; ++o) {
       int64_t s = o - lo;
       if (mode == "replicate")
@@ -114,9 +117,9 @@ Tensor pad(const Tensor& x, const Shape& p, const std::string& mode, std::option
         s = s < 0 ? -s : (s >= n ? 2 * (n - 1) - s : s);
       else
         s = ((s % n) + n) % n;
-      idx[size_t(o)] = s;
+      idx[o] = s;
     }
-    r = index_select(r, d, int64_tensor(idx, x.device()));
+    r = index_select(r, d, to_device(index, x.device()));
   }
   return r;
 }
@@ -254,18 +257,21 @@ Tensor pixel_shuffle(const Tensor& x, int64_t r) {
               "input with ", x.dim(), " dimension(s)");
   EMBER_CHECK(r > 0, "pixel_shuffle expects a positive upscale_factor, but got ", r);
   const int64_t nd = x.dim(), c = x.sizes()[nd - 3], h = x.sizes()[nd - 2], w = x.sizes()[nd - 1];
-  EMBER_CHECK(c % (r * r) == 0, "pixel_shuffle expects its input's 'channel' dimension to be ",
+  // checked: a huge factor (2**63 - 1) is an error, not an overflow (found by tests/test_fuzz.py)
+  const int64_t rr = checked_mul(r, r, "pixel_shuffle");
+  EMBER_CHECK(c % rr == 0, "pixel_shuffle expects its input's 'channel' dimension to be ",
               "divisible by the square of upscale_factor, but input.size(-3)=", c,
-              " is not divisible by ", r * r);
+              " is not divisible by ", rr);
   Shape lead(x.sizes().begin(), x.sizes().end() - 3);
   const int64_t nl = int64_t(lead.size());
   Shape s1 = lead;
-  for (int64_t v : {c / (r * r), r, r, h, w}) s1.push_back(v);
+  for (int64_t v : {c / rr, r, r, h, w}) s1.push_back(v);
   Shape perm;
   for (int64_t i = 0; i < nl; ++i) perm.push_back(i);
   for (int64_t v : {0, 3, 1, 4, 2}) perm.push_back(nl + v);
   Shape s2 = lead;
-  for (int64_t v : {c / (r * r), h * r, w * r}) s2.push_back(v);
+  for (int64_t v : {c / rr, checked_mul(h, r, "pixel_shuffle"), checked_mul(w, r, "pixel_shuffle")})
+    s2.push_back(v);
   return reshape(permute(reshape(x, s1), perm), s2);
 }
 
@@ -286,7 +292,9 @@ Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
   for (int64_t i = 0; i < nl; ++i) perm.push_back(i);
   for (int64_t v : {0, 2, 4, 1, 3}) perm.push_back(nl + v);
   Shape s2 = lead;
-  for (int64_t v : {c * r * r, h / r, w / r}) s2.push_back(v);
+  for (int64_t v :
+       {checked_mul(c, checked_mul(r, r, "pixel_unshuffle"), "pixel_unshuffle"), h / r, w / r})
+    s2.push_back(v);
   return reshape(permute(reshape(x, s1), perm), s2);
 }
 
