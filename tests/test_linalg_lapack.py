@@ -111,3 +111,23 @@ def test_top_level_names(device):
     np.testing.assert_allclose((q @ r).numpy(), a.numpy(), atol=1e-12)
     np.testing.assert_allclose(LA.matrix_power(a, -1).numpy(), np.linalg.inv(a.numpy()), atol=1e-12)
     assert np.isnan(ember.logdet(_t([[-1.0, 0.0], [0.0, 1.0]], device)).item())
+
+
+def test_lu_factor_and_solve(device):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)
+    b = rng.standard_normal((2, 4, 3))
+    A, B = _t(a, device), _t(b, device)
+    LU, piv = LA.lu_factor(A)
+    assert piv.dtype == ember.int32 and piv.shape == (2, 4)
+    np.testing.assert_allclose(LA.lu_solve(LU, piv, B).numpy(), np.linalg.solve(a, b), atol=1e-12)
+    np.testing.assert_allclose(LA.lu_solve(LU, piv, B, adjoint=True).numpy(),
+                               np.linalg.solve(np.swapaxes(a, -1, -2), b), atol=1e-12)
+    Bl = _t(rng.standard_normal((2, 3, 4)), device)
+    np.testing.assert_allclose((LA.lu_solve(LU, piv, Bl, left=False) @ A).numpy(), Bl.numpy(), atol=1e-12)
+    Bg = B.clone().requires_grad_()
+    assert gradcheck(lambda x: LA.lu_solve(LU, piv, x), (Bg,))
+    with pytest.raises(LA.LinAlgError, match="is zero"):
+        LA.lu_factor(_t([[1.0, 2.0], [2.0, 4.0]], device))
+    with pytest.raises(NotImplementedError, match="lu_factor"):
+        LA.lu_factor(A.clone().requires_grad_())[0].sum().backward()

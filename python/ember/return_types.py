@@ -7,7 +7,8 @@ import collections
 __all__ = ["max", "min", "median", "mode", "kthvalue", "sort", "topk", "cummax", "cummin",
            "aminmax", "var_mean", "std_mean", "frexp", "nanmedian", "svd", "qr", "slogdet",
            "linalg_svd", "linalg_qr", "linalg_eigh", "linalg_slogdet", "linalg_inv_ex",
-           "linalg_cholesky_ex", "linalg_lstsq", "histogram"]
+           "linalg_cholesky_ex", "linalg_lstsq", "histogram",
+           "linalg_lu_factor"]
 
 
 def _make(name, fields):
@@ -48,3 +49,4 @@ linalg_inv_ex = _make("linalg_inv_ex", ["inverse", "info"])
 linalg_cholesky_ex = _make("linalg_cholesky_ex", ["L", "info"])
 linalg_lstsq = _make("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 histogram = _make("histogram", ["hist", "bin_edges"])
+linalg_lu_factor = _make("linalg_lu_factor", ["LU", "pivots"])

@@ -798,4 +798,85 @@ Tensor linalg_vecdot(const Tensor& x, const Tensor& y, int64_t dim) {
   return sum(tmul(x, y), Shape{dim});
 }
 
+// ---- LU ------------------------------------------------------------------------------------
+
+std::pair<Tensor, Tensor> linalg_lu_factor(const Tensor& A) {
+  check_input(A, "linalg.lu_factor", true);
+  int64_t n = rows(A), batch = batch_of(A);
+  autograd::RecordScope rs({&A});
+  Tensor LU, piv = zeros(cat_shape(batch_shape(A), {n}), DType::Int32, A.device());
+  {
+    autograd::GradModeGuard no_grad(false);
+    Tensor a = colmajor(A);
+    dispatch_real(A.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* pa = reinterpret_cast<T*>(a.data_ptr());
+      int32_t* pp = reinterpret_cast<int32_t*>(piv.data_ptr());
+      for (int64_t i = 0; i < batch && n > 0; ++i) {
+        int info = lp::getrf<T>(int(n), int(n), pa + i * n * n, int(n), pp + i * n);
+        if (info > 0)
+          throw LinAlgError(detail::str(
+              "linalg.lu_factor: ", batch_prefix(batch, i), "U[", info, ",", info,
+              "] is zero and using it on lu_solve would result in a division by zero. If "
+              "you still want to perform the factorization, consider calling "
+              "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"));
+      }
+    });
+    LU = mT_(a);
+  }
+  rs.done();
+  if (rs.rec)
+    autograd::record("LinalgLuFactorExBackward0", {&A}, LU,
+                     [](LambdaNode&, variable_list&&) -> variable_list {
+                       raise(ErrorKind::NotImplemented,
+                             "ember: the derivative of linalg.lu_factor is not implemented; "
+                             "differentiate through linalg.solve or linalg.inv instead");
+                     });
+  return {LU, piv};
+}
+
+Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& Bm, bool adjoint) {
+  check_input(LU, "linalg.lu_solve", true);
+  EMBER_CHECK(pivots.dtype() == DType::Int32,
+              "linalg.lu_solve: pivots should be a Tensor of scalar type int32");
+  EMBER_CHECK(Bm.dim() >= 2 && rows(Bm) == rows(LU),
+              "linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B");
+  EMBER_CHECK(batch_shape(LU) == batch_shape(Bm) &&
+                  pivots.sizes() == cat_shape(batch_shape(LU), {rows(LU)}),
+              "linalg.lu_solve: LU, pivots and B must have matching batch shapes (ember does not "
+              "broadcast them)");
+  EMBER_CHECK(!autograd::compute_requires_grad({&LU}),
+              "ember: the derivative of linalg.lu_solve with respect to LU "
+              "is not implemented; differentiate through linalg.solve instead");
+  int64_t n = rows(LU), k = cols(Bm), batch = batch_of(LU);
+  autograd::RecordScope rs({&Bm});
+  Tensor X;
+  {
+    autograd::GradModeGuard no_grad(false);
+    Tensor a = colmajor(LU), b = colmajor(Bm), p = contiguous(pivots);
+    if (n > 0 && k > 0)
+      dispatch_real(LU.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* pa = reinterpret_cast<T*>(a.data_ptr());
+        T* pb = reinterpret_cast<T*>(b.data_ptr());
+        const int32_t* pp = reinterpret_cast<const int32_t*>(p.data_ptr());
+        for (int64_t i = 0; i < batch; ++i)
+          lp::getrs<T>(adjoint ? 'T' : 'N', int(n), int(k), pa + i * n * n, int(n), pp + i * n,
+                       pb + i * n * k, int(n));
+      });
+    X = mT_(b);
+  }
+  rs.done();
+  if (rs.rec) {
+    auto node =
+        autograd::record("LinalgLuSolveBackward0", {&Bm}, X,
+                         [adjoint](LambdaNode& n, variable_list&& g) -> variable_list {
+                           return {linalg_lu_solve(n.unpack(0), n.unpack(1), g[0], !adjoint)};
+                         });
+    node->saved.emplace_back(LU, false);
+    node->saved.emplace_back(pivots, false);
+  }
+  return X;
+}
+
 }  // namespace ember

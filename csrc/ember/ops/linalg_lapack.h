@@ -39,6 +39,11 @@ Tensor linalg_eigvalsh(const Tensor& A, const std::string& uplo);
 /// mode "reduced", "complete" or "r".
 std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode);
 
+/// (LU, pivots): LAPACK's packed LU factors and 1-based int32 pivots (PyTorch's lu_factor).
+std::pair<Tensor, Tensor> linalg_lu_factor(const Tensor& A);
+/// X with A X = B (or A^T X = B with adjoint) from lu_factor's output.
+Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool adjoint);
+
 // Composites of the above.
 Tensor linalg_pinv(const Tensor& A, double rtol, bool hermitian);
 Tensor linalg_matrix_rank(const Tensor& A, double rtol, bool hermitian);

@@ -126,6 +126,23 @@ void init_lapack(py::module_& m) {
       },
       arg("A"), arg("UPLO") = "L", py::kw_only(), arg("out") = none);
   def_fn(
+      L, "lu_factor",
+      [](const Tensor& A, bool pivot) {
+        EMBER_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+        auto [lu, piv] = linalg_lu_factor(A);
+        return named("linalg_lu_factor", {lu, piv});
+      },
+      arg("A"), py::kw_only(), arg("pivot") = true);
+  def_fn(
+      L, "lu_solve",
+      [](const Tensor& LU, const Tensor& piv, const Tensor& B, bool left, bool adjoint) {
+        if (left) return linalg_lu_solve(LU, piv, B, adjoint);
+        // X A = B  <=>  A^T X^T = B^T
+        return transpose(linalg_lu_solve(LU, piv, transpose(B, -2, -1), !adjoint), -2, -1);
+      },
+      arg("LU"), arg("pivots"), arg("B"), py::kw_only(), arg("left") = true,
+      arg("adjoint") = false);
+  def_fn(
       L, "qr",
       [](const Tensor& A, const std::string& mode) {
         auto [q, r] = linalg_qr(A, mode);

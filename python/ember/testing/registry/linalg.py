@@ -263,3 +263,23 @@ ENTRIES += [
             lambda d, t: [_s(make((3, 3), d, t, low=-1, high=1)), _s(make((2, 4, 4), d, t, low=-2, high=2, seed=1))],
             _expm_sym_ref, dtypes=FL, atol=1e-6, aliases=("Tensor.matrix_exp", "linalg.matrix_exp")),
 ]
+
+
+def _lu_solve_op(a_np, B, adjoint=False):
+    """lu_solve with the factors of a NumPy matrix (so gradcheck perturbs B only: ember
+    differentiates lu_solve with respect to B, not LU)."""
+    LU, piv = ember.linalg.lu_factor(ember.tensor(a_np, dtype=B.dtype, device=B.device))
+    return ember.linalg.lu_solve(LU, piv, B, adjoint=adjoint)
+
+
+def _lu_solve_ref(a, B, adjoint=False):
+    return np.linalg.solve(np.swapaxes(a, -1, -2) if adjoint else a, B)
+
+
+ENTRIES += [
+    OpEntry("linalg.lu_solve", _lu_solve_op,
+            lambda d, t: [_s(np.eye(3) * 3 + np.arange(9.0).reshape(3, 3) / 10, make((3, 2), d, t)),
+                          _s(np.eye(3) * 3 + np.arange(9.0).reshape(3, 3) / 10, make((3, 2), d, t), adjoint=True)],
+            _lu_solve_ref, dtypes=FL, atol=1e-5, aliases=("linalg.lu_factor",),
+            note="lu_factor's derivative is not implemented (raises); lu_solve differentiates in B only"),
+]
