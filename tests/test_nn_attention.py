@@ -225,7 +225,7 @@ def test_multihead_attention_parameters_and_forms():
                      "bias_v", "out_proj.weight", "out_proj.bias"]
     o, w = kv(ember.zeros((5, 2, 8)), ember.ones((7, 2, 3)), ember.ones((7, 2, 6)))
     assert tuple(o.shape) == (5, 2, 8) and tuple(w.shape) == (2, 5, 8)
-    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):  # also ValueError
         ember.nn.MultiheadAttention(6, 4)
 
 

@@ -11,6 +11,8 @@ import math
 import ember
 from ember import _C
 
+from ..._errors import ArgumentAssertionError
+
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
@@ -129,7 +131,7 @@ def _canonical_mask(mask, name, other_name, other, target_dtype):
         return ember.zeros(mask.shape, dtype=target_dtype, device=mask.device).masked_fill(
             mask, float("-inf"))
     if not mask.is_floating_point():
-        raise AssertionError(f"only bool and floating types of {name} are supported")
+        raise ArgumentAssertionError(f"only bool and floating types of {name} are supported")
     return mask
 
 
@@ -150,13 +152,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
     if embed_dim != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+        raise ArgumentAssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
                              f"got {embed_dim}")
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
-        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+        raise ArgumentAssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if key.shape[:2] != value.shape[:2]:
-        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape "
+        raise ArgumentAssertionError(f"key shape {tuple(key.shape)} does not match value shape "
                              f"{tuple(value.shape)}")
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
@@ -218,7 +220,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     src_len = k.shape[1]
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+            raise ArgumentAssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
                                  f"{tuple(key_padding_mask.shape)}")
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
             bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)

@@ -6,6 +6,7 @@ scale_grad_by_freq) in C++.
 import warnings
 
 from ... import _C
+from ..._errors import ArgumentAssertionError
 
 _nn = _C._nn
 
@@ -104,10 +105,10 @@ def _padding_idx(padding_idx, num):
         return -1
     if padding_idx > 0:
         if padding_idx >= num:
-            raise AssertionError("Padding_idx must be within num_embeddings")
+            raise ArgumentAssertionError("Padding_idx must be within num_embeddings")
     elif padding_idx < 0:
         if padding_idx < -num:
-            raise AssertionError("Padding_idx must be within num_embeddings")
+            raise ArgumentAssertionError("Padding_idx must be within num_embeddings")
         padding_idx = num + padding_idx
     return padding_idx
 

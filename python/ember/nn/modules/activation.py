@@ -1,4 +1,5 @@
 """nn modules: activations, as torch.nn (the math is C++, through nn.functional)."""
+from ..._errors import ArgumentAssertionError
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
@@ -237,7 +238,7 @@ class Hardtanh(Module):
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         if max_val <= min_val:
-            raise AssertionError("max_val must be greater than min_val")
+            raise ArgumentAssertionError("max_val must be greater than min_val")
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace

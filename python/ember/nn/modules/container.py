@@ -7,6 +7,7 @@ from collections import abc as container_abcs
 from itertools import chain, islice
 
 from ... import _C
+from ..._errors import ArgumentAssertionError
 from ..parameter import Parameter
 from .module import Module, _addindent, _typename
 
@@ -140,7 +141,7 @@ class Sequential(Module):
     def insert(self, index, module):
         """Inserts ``module`` before position ``index``."""
         if not isinstance(module, Module):
-            raise AssertionError(f"module should be of type: {Module}")
+            raise ArgumentAssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
         if not (-n <= index <= n):
             raise IndexError(f"Index out of range: {index}")

@@ -1,4 +1,5 @@
 """nn modules: Embedding and EmbeddingBag, as torch.nn."""
+from ..._errors import ArgumentAssertionError
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
@@ -15,10 +16,10 @@ def _check_padding_idx(padding_idx, num_embeddings):
     if padding_idx is not None:
         if padding_idx > 0:
             if padding_idx >= num_embeddings:
-                raise AssertionError("Padding_idx must be within num_embeddings")
+                raise ArgumentAssertionError("Padding_idx must be within num_embeddings")
         elif padding_idx < 0:
             if padding_idx < -num_embeddings:
-                raise AssertionError("Padding_idx must be within num_embeddings")
+                raise ArgumentAssertionError("Padding_idx must be within num_embeddings")
             padding_idx = num_embeddings + padding_idx
     return padding_idx
 
@@ -44,7 +45,7 @@ class Embedding(Module):
             self.reset_parameters()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and "
+                raise ArgumentAssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
@@ -80,7 +81,7 @@ class Embedding(Module):
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
                         norm_type=2.0, scale_grad_by_freq=False, sparse=False):
         if embeddings.dim() != 2:
-            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+            raise ArgumentAssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
         return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze,
                    padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
@@ -107,7 +108,7 @@ class EmbeddingBag(Module):
             self.reset_parameters()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and "
+                raise ArgumentAssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
             self.weight = Parameter(_weight)
         self.mode = mode
@@ -136,7 +137,7 @@ class EmbeddingBag(Module):
                         scale_grad_by_freq=False, mode="mean", sparse=False,
                         include_last_offset=False, padding_idx=None):
         if embeddings.dim() != 2:
-            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+            raise ArgumentAssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
         bag = cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, max_norm=max_norm,
                   norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, mode=mode,

@@ -5,6 +5,7 @@ import copy
 
 import ember
 
+from ..._errors import ArgumentAssertionError
 from .. import functional as F
 from .._functional.attention import multi_head_attention_forward
 from ..parameter import Parameter
@@ -53,7 +54,7 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
-            raise AssertionError("embed_dim must be divisible by num_heads")
+            raise ArgumentAssertionError("embed_dim must be divisible by num_heads")
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = Parameter(ember.empty((embed_dim, embed_dim), **kw))
             self.k_proj_weight = Parameter(ember.empty((embed_dim, self.kdim), **kw))
