@@ -19,10 +19,9 @@ constexpr int kLanes = 16;
 inline float exp_f(float x) {
   const float lo = -87.3365478515625f, hi = 88.3762626647949f;
   const float xc = std::min(std::max(x, lo), hi);
-  // floor(t) through an int conversion (|t| < 129 after the clamp): vectorizes on SSE2 too.
-  const float t = xc * 1.44269504088896341f + 0.5f;
-  const float ti = float(int32_t(t));
-  const float fx = ti > t ? ti - 1.0f : ti;
+  // Round to nearest by adding and subtracting 1.5 * 2^23 (|x * log2(e)| < 128 after
+  // the clamp): plain float adds, so it vectorizes on every instruction set.
+  const float fx = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (xc - fx * 0.693359375f) + fx * 2.12194440e-4f;
   float y = 1.9875691500e-4f;
   y = y * r + 1.3981999507e-3f;
