@@ -394,7 +394,8 @@ class Emitter:
             elif isinstance(a, staticmethod):
                 body += self.function(a.__func__, an, 4, "static")
             elif isinstance(a, classmethod):
-                body += ["    @classmethod", f"    def {an}(cls, *args: Any, **kwargs: Any) -> Any: ..."]
+                body += ["    @classmethod",
+                         f"    def {an}(cls, *args: Any, **kwargs: Any) -> Any: ..."]
             elif inspect.isfunction(a):
                 body += self.python_function(a, an, 4, "method")
             elif tn in ("getset_descriptor", "member_descriptor", "wrapper_descriptor",
@@ -550,7 +551,8 @@ def main():
                 f.write(text)
             print(f"wrote {path}")
     if stale:
-        print("stale: " + ", ".join(stale) + " (run `PYTHONPATH=python python3 tools/gen_stubs.py`)")
+        print("stale: " + ", ".join(stale)
+              + " (run `PYTHONPATH=python python3 tools/gen_stubs.py`)")
         return 1
     return 0
 
