@@ -59,7 +59,8 @@ PROTOCOL_RETURNS = {
     "__init__": "None", "__setattr__": "None", "__delattr__": "None",
 }
 # The Python module whose functions wrap a submodule's bindings.
-SUBMODULE_WRAPPERS = {"_nn": "ember.nn.functional", "linalg": "ember.linalg"}
+SUBMODULE_WRAPPERS = {"_nn": "ember.nn.functional", "linalg": "ember.linalg",
+                      "_linalg": "ember.linalg"}
 # Dunders that return something other than bool although object's return bool.
 OVERRIDE_IGNORES = {"__eq__", "__ne__"}
 
@@ -434,7 +435,15 @@ class Emitter:
                 wmod = _import_or_none(SUBMODULE_WRAPPERS.get(n))
                 for fn in sorted(dir(v)):
                     f = getattr(v, fn)
-                    if fn.startswith("__") or not callable(f) or isinstance(f, type):
+                    if isinstance(f, type) and not fn.startswith("__"):
+                        # An exception class (linalg.LinAlgError): its builtin bases.
+                        bases = [b.__name__ for b in f.__bases__
+                                 if getattr(builtins, b.__name__, None) is b]
+                        bases = ", ".join(self.name_ref(b) for b in bases)
+                        body.append(f"    class {fn}({bases}): ..." if bases
+                                    else f"    class {fn}: ...")
+                        continue
+                    if fn.startswith("__") or not callable(f):
                         continue
                     w = getattr(wmod, fn, None) if wmod else None
                     body += self.function(f, fn, 4, "static",
