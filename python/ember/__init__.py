@@ -31,5 +31,12 @@ from .autograd.grad_mode import (  # noqa: E402,F401
 # As torch: `import ember` gives ember.nn, ember.optim and ember.utils.data.
 from . import nn, optim, utils  # noqa: E402,F401
 import ember.utils.data  # noqa: E402,F401
+from . import amp, cpu, profiler  # noqa: E402,F401  (mixed precision, op profiler)
+from .amp.autocast_mode import (  # noqa: E402,F401
+    autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled, set_autocast_dtype,
+    is_autocast_cpu_enabled, get_autocast_cpu_dtype, get_autocast_gpu_dtype,
+    is_autocast_cache_enabled, set_autocast_cache_enabled, clear_autocast_cache,
+    is_autocast_available,
+)
 
 __version__ = "0.1.0"

@@ -1,11 +1,15 @@
 #include "ember/autograd/engine.h"
 
+#include <optional>
+
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ember/autograd/functions.h"
 #include "ember/autograd/grad_mode.h"
+#include "ember/core/profiler.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
 
@@ -175,6 +179,12 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
       if (!is_acc && n->materialize_grads)
         for (size_t i = 0; i < inputs.size(); ++i)
           if (!inputs[i].defined() && i < n->input_meta.size()) inputs[i] = zeros_for(n->input_meta[i]);
+      // Backward runs outside autocast (Note [Autocast policy]).
+      autocast::ExcludeGuard no_autocast;
+      std::optional<profiler::RecordScope> prof;  // Note [Profiler recording]
+      if (profiler::enabled())
+        prof.emplace("autograd::engine::evaluate_function: " + n->name(),
+                     profiler::EventKind::Backward);
       try {
         outputs = n->apply(std::move(inputs));
       } catch (...) {

@@ -1,4 +1,5 @@
 #include "ember/core/allocator.h"
+#include "ember/core/profiler.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -85,7 +86,8 @@ class CachingCpuAllocator final : public Allocator {
       EMBER_CHECK(base, "CPU allocator: out of memory allocating ", nbytes, " bytes");
       header_size(base) = size;
     }
-    allocated_ += int64_t(size);
+    int64_t in_use = allocated_ += int64_t(size);
+    if (profiler::enabled()) profiler::record_memory(int64_t(size), in_use, false);
     void* data = static_cast<char*>(base) + kHeader;
     return DataPtr{data, data, &CachingCpuAllocator::release};
   }
@@ -94,7 +96,8 @@ class CachingCpuAllocator final : public Allocator {
 
   void give_back(void* base) {
     size_t size = header_size(base);
-    allocated_ -= int64_t(size);
+    int64_t in_use = allocated_ -= int64_t(size);
+    if (profiler::enabled()) profiler::record_memory(-int64_t(size), in_use, false);
     int cls = small_class(size);
     if (cls >= 0 && t_cache.bins[cls].size() < kThreadCacheDepth &&
         cached_ + int64_t(size) <= limit_) {

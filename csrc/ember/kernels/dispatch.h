@@ -3,6 +3,9 @@
 #include "ember/core/device.h"
 #include "ember/core/dtype.h"
 #include "ember/core/error.h"
+#include "ember/core/profiler.h"
+
+#include <utility>
 
 namespace ember {
 
@@ -47,15 +50,36 @@ decltype(auto) dispatch_numeric(DType dtype, const char* op, F&& f) {
 // backend (the separate _C_cuda module) fills its slots when it is loaded. An
 // empty slot raises "<op> not implemented for 'CUDA'": there is never a silent
 // fallback that copies to the CPU.
+//
+// get() returns the kernel wrapped in a BoundKernel: calling it runs the kernel
+// inside a profiler::RecordScope named after the stub (Note [Profiler
+// recording]). When no profiler is collecting that is one relaxed atomic load.
+template <typename Fn>
+struct BoundKernel;
+template <typename R, typename... A>
+struct BoundKernel<R (*)(A...)> {
+  using FnPtr = R (*)(A...);
+  FnPtr fn;
+  const char* name;
+  template <typename... U>
+  R operator()(U&&... u) const {
+    if (!profiler::enabled()) return fn(std::forward<U>(u)...);
+    profiler::RecordScope scope(name);
+    if (scope.wants_shapes()) (scope.add_input(u), ...);
+    return fn(std::forward<U>(u)...);
+  }
+  operator FnPtr() const { return fn; }
+};
+
 template <typename Fn>
 struct DispatchStub {
   const char* name;
   Fn fns[kNumDeviceTypes] = {};
   constexpr explicit DispatchStub(const char* n) : name(n) {}
-  Fn get(Device d) const {
+  BoundKernel<Fn> get(Device d) const {
     Fn f = fns[int(d.type)];
     EMBER_CHECK(f, '"', name, "\" not implemented for '", d.is_cpu() ? "CPU" : "CUDA", "'");
-    return f;
+    return BoundKernel<Fn>{f, name};
   }
 };
 

@@ -7,6 +7,7 @@
 
 #include "ember/autograd/derivatives/linalg.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -337,13 +338,25 @@ Tensor add_result(const Tensor& input, const Tensor& a, Scalar beta, Scalar alph
 // ---- matrix products ---------------------------------------------------------------------
 
 // matmul is a composite (its primitives record; see matmul_autograd).
-Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, nullptr); }
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("matmul", {a, b});
+    autocast::ExcludeGuard g_;
+    return matmul(c_[0], c_[1]);
+  }
+  return matmul_impl(a, b, nullptr);
+}
 Tensor& matmul_out(const Tensor& a, const Tensor& b, const Tensor& out) {
   autograd::check_out_not_differentiable("matmul", {&a, &b, &out});
   matmul_impl(a, b, &out);
   return const_cast<Tensor&>(out);
 }
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("mm", {a, b});
+    autocast::ExcludeGuard g_;
+    return mm(c_[0], c_[1]);
+  }
   autograd::RecordScope scope({&a, &b});
   Tensor r = mm_impl(a, b, nullptr);
   if (scope.rec) {
@@ -358,6 +371,11 @@ Tensor& mm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
   return const_cast<Tensor&>(out);
 }
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("bmm", {a, b});
+    autocast::ExcludeGuard g_;
+    return bmm(c_[0], c_[1]);
+  }
   autograd::RecordScope scope({&a, &b});
   Tensor r = bmm_impl(a, b, nullptr);
   if (scope.rec) {
@@ -425,6 +443,11 @@ static Tensor addmm_impl(const Tensor& input, const Tensor& m1, const Tensor& m2
 }
 
 Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("addmm", {input, m1, m2});
+    autocast::ExcludeGuard g_;
+    return addmm(c_[0], c_[1], c_[2], beta, alpha);
+  }
   autograd::RecordScope scope({&input, &m1, &m2});
   Tensor r = addmm_impl(input, m1, m2, beta, alpha, nullptr, false);
   if (scope.rec) {
@@ -468,6 +491,11 @@ static Tensor baddbmm_impl(const Tensor& input, const Tensor& b1, const Tensor& 
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta, Scalar alpha) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("baddbmm", {input, b1, b2});
+    autocast::ExcludeGuard g_;
+    return baddbmm(c_[0], c_[1], c_[2], beta, alpha);
+  }
   autograd::RecordScope scope({&input, &b1, &b2});
   Tensor r = baddbmm_impl(input, b1, b2, beta, alpha, nullptr, false);
   if (scope.rec) {

@@ -9,6 +9,7 @@
 #include "ember/autograd/derivatives/nn_activation.h"
 #include "ember/autograd/record.h"
 #include "ember/kernels/stubs/nn_activation.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/view.h"
@@ -235,9 +236,19 @@ Tensor glu(const Tensor& x, int64_t dim) {
 }
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("softmax", {x});
+    autocast::ExcludeGuard g_;
+    return softmax(c_[0], dim, dtype);
+  }
   return softmax_impl(x, dim, dtype, false);
 }
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("log_softmax", {x});
+    autocast::ExcludeGuard g_;
+    return log_softmax(c_[0], dim, dtype);
+  }
   return softmax_impl(x, dim, dtype, true);
 }
 Tensor softmax_backward_data(const Tensor& g, const Tensor& y, int64_t dim) {

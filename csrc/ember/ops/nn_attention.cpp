@@ -9,6 +9,7 @@
 #include "ember/autograd/derivatives/nn_rnn.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -90,6 +91,11 @@ Tensor sdpa_float_mask(const Tensor& mask, DType dtype) {
 
 Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                   bool is_causal, double scale) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("scaled_dot_product_attention", {q, k, v, mask});
+    autocast::ExcludeGuard g_;
+    return sdpa_flash(c_[0], c_[1], c_[2], c_[3], is_causal, scale);
+  }
   check_args(q, k, v, mask, is_causal);
   Tensor m = expanded_mask(mask, q, k);
   autograd::RecordScope scope({&q, &k, &v});
@@ -135,6 +141,11 @@ Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
 
 Tensor sdpa_math(const Tensor& q, const Tensor& k_in, const Tensor& v_in, const Tensor& mask,
                  bool is_causal, double scale, double dropout_p) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("scaled_dot_product_attention", {q, k_in, v_in, mask});
+    autocast::ExcludeGuard g_;
+    return sdpa_math(c_[0], c_[1], c_[2], c_[3], is_causal, scale, dropout_p);
+  }
   check_args(q, k_in, v_in, mask, is_causal);
   Tensor k = k_in, v = v_in;
   if (q.size(1) != k.size(1)) {

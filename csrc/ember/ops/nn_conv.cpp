@@ -7,6 +7,7 @@
 
 #include "ember/autograd/derivatives/nn_conv.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
@@ -279,6 +280,12 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
                    const Shape& stride, const Shape& pad_lo, const Shape& pad_hi,
                    const Shape& dilation, bool transposed, const Shape& output_padding,
                    int64_t groups, const std::string& op) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("convolution", {input, weight, autocast::opt(bias_opt)});
+    autocast::ExcludeGuard g_;
+    return convolution(c_[0], c_[1], autocast::to_opt(c_[2]), stride, pad_lo, pad_hi, dilation,
+                       transposed, output_padding, groups, op);
+  }
   const int64_t wd = weight.dim();
   EMBER_CHECK(wd >= 3 && wd <= 5, op,
               ": expected weight to be 3-, 4- or 5-dimensional, got weight of shape ",

@@ -8,6 +8,7 @@
 #include "ember/autograd/derivatives/nn_loss.h"
 #include "ember/autograd/record.h"
 #include "ember/kernels/stubs/nn_loss.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -159,11 +160,21 @@ Tensor apply_reduction(const Tensor& loss, Reduction r) {
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                 Reduction red, int64_t ignore_index) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("nll_loss", {input, target, autocast::opt(weight)});
+    autocast::ExcludeGuard g_;
+    return nll_loss(c_[0], c_[1], autocast::to_opt(c_[2]), red, ignore_index);
+  }
   return nll_impl(input, target, weight, red, ignore_index, false);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                      Reduction red, int64_t ignore_index, double ls) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("cross_entropy", {input, target, autocast::opt(weight)});
+    autocast::ExcludeGuard g_;
+    return cross_entropy(c_[0], c_[1], autocast::to_opt(c_[2]), red, ignore_index, ls);
+  }
   EMBER_CHECK(ls >= 0 && ls <= 1, "label_smoothing must be between 0.0 and 1.0. Got: ", ls);
   if (is_floating(target.dtype()) && target.sizes() == input.sizes()) {
     check_floating(input, "cross_entropy");
@@ -201,11 +212,21 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optio
 }
 
 Tensor mse_loss(const Tensor& x, const Tensor& t, Reduction r) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("mse_loss", {x, t});
+    autocast::ExcludeGuard g_;
+    return mse_loss(c_[0], c_[1], r);
+  }
   Tensor d = minus(x, t);
   return apply_reduction(mul(d, d), r);
 }
 
 Tensor l1_loss(const Tensor& x, const Tensor& t, Reduction r) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("l1_loss", {x, t});
+    autocast::ExcludeGuard g_;
+    return l1_loss(c_[0], c_[1], r);
+  }
   return apply_reduction(unary(U::abs, minus(x, t)), r);
 }
 

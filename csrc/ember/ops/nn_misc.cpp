@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ember/autograd/record.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -55,6 +56,11 @@ Tensor flat_indices(const Tensor& indices, int64_t n, const char* op) {
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("linear", {x, w, autocast::opt(bias)});
+    autocast::ExcludeGuard g_;
+    return linear(c_[0], c_[1], autocast::to_opt(c_[2]));
+  }
   EMBER_CHECK(x.dtype() == w.dtype(), "mat1 and mat2 must have the same dtype, but got ",
               type_name(x.dtype()), " and ", type_name(w.dtype()));
   if (bias)

@@ -9,6 +9,7 @@
 #include "ember/autograd/derivatives/nn_norm.h"
 #include "ember/autograd/record.h"
 #include "ember/kernels/stubs/nn_norm.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/view.h"
@@ -78,6 +79,14 @@ Tensor row_norm(const char* name, const Tensor& x, const Tensor& w, const Tensor
 Tensor batch_norm(const Tensor& x, const OptTensor& running_mean, const OptTensor& running_var,
                   const OptTensor& weight, const OptTensor& bias, bool training, double momentum,
                   double eps) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    // The running statistics are updated in place: never cast (PyTorch keeps them too).
+    auto c_ =
+        autocast::autocast_inputs("batch_norm", {x, autocast::opt(weight), autocast::opt(bias)});
+    autocast::ExcludeGuard g_;
+    return batch_norm(c_[0], running_mean, running_var, autocast::to_opt(c_[1]),
+                      autocast::to_opt(c_[2]), training, momentum, eps);
+  }
   const char* op = "batch_norm";
   check_floating(x, op);
   EMBER_CHECK(x.dim() >= 2, "batch_norm: expected an input of at least 2 dims (N, C, ...), got ",
@@ -131,6 +140,12 @@ Tensor batch_norm(const Tensor& x, const OptTensor& running_mean, const OptTenso
 
 Tensor layer_norm(const Tensor& x, const Shape& ns, const OptTensor& weight, const OptTensor& bias,
                   double eps) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ =
+        autocast::autocast_inputs("layer_norm", {x, autocast::opt(weight), autocast::opt(bias)});
+    autocast::ExcludeGuard g_;
+    return layer_norm(c_[0], ns, autocast::to_opt(c_[1]), autocast::to_opt(c_[2]), eps);
+  }
   check_floating(x, "layer_norm");
   const int64_t k = int64_t(ns.size());
   EMBER_CHECK(k >= 1,
@@ -166,6 +181,12 @@ Tensor layer_norm(const Tensor& x, const Shape& ns, const OptTensor& weight, con
 
 Tensor group_norm(const Tensor& x, int64_t G, const OptTensor& weight, const OptTensor& bias,
                   double eps) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ =
+        autocast::autocast_inputs("group_norm", {x, autocast::opt(weight), autocast::opt(bias)});
+    autocast::ExcludeGuard g_;
+    return group_norm(c_[0], G, autocast::to_opt(c_[1]), autocast::to_opt(c_[2]), eps);
+  }
   check_floating(x, "group_norm");
   EMBER_CHECK(x.dim() >= 2, "Expected at least 2 dimensions for input tensor but received ",
               x.dim());

@@ -8,6 +8,7 @@
 
 #include "ember/autograd/derivatives/reduce.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -228,6 +229,11 @@ Tensor run_scan(const Tensor& a, int64_t dim, DType dt, ScanKind kind) {
 // ---- sum / mean / prod --------------------------------------------------------------------
 
 Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("sum", {a});
+    autocast::ExcludeGuard g_;
+    return sum(c_[0], dims, keepdim, dtype);
+  }
   autograd::RecordScope scope({&a});
   Tensor r = run_sum(a, dims, keepdim, sum_result_dtype(a, dtype), SumKind::Sum);
   if (scope.rec) {
@@ -244,6 +250,11 @@ const Tensor& sum_out(const Tensor& a, const OptDims& dims, bool keepdim,
 }
 
 Tensor mean(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("mean", {a});
+    autocast::ExcludeGuard g_;
+    return mean(c_[0], dims, keepdim, dtype);
+  }
   check_mean_dtype(a, dtype);
   autograd::RecordScope scope({&a});
   Tensor r = run_sum(a, dims, keepdim, dtype ? *dtype : a.dtype(), SumKind::Mean);
@@ -262,6 +273,11 @@ const Tensor& mean_out(const Tensor& a, const OptDims& dims, bool keepdim,
 }
 
 Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("prod", {a});
+    autocast::ExcludeGuard g_;
+    return prod(c_[0], dim, keepdim, dtype);
+  }
   autograd::RecordScope scope({&a});
   Tensor r = run_sum(a, one_dim(dim), keepdim, sum_result_dtype(a, dtype), SumKind::Prod);
   if (scope.rec) {
@@ -523,6 +539,11 @@ static std::pair<Tensor, Tensor> median_dim_forward(const Tensor& a, int64_t dim
 // ---- scans --------------------------------------------------------------------------------
 
 Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("cumsum", {a});
+    autocast::ExcludeGuard g_;
+    return cumsum(c_[0], dim, dtype);
+  }
   autograd::RecordScope scope({&a});
   Tensor r = run_scan(a, dim, sum_result_dtype(a, dtype), ScanKind::Cumsum);
   if (scope.rec) {

@@ -107,6 +107,8 @@ void init_optim(py::module_& m);     // python/optim.cpp: fused optimizer steps
 void init_data(py::module_& m);      // python/data.cpp: the DataLoader's C++ hot path
 void init_surface(py::module_& m);   // python/surface.cpp: the everyday torch.* functions
 void init_lapack(py::module_& m);    // python/lapack.cpp: ember.linalg through LAPACK
+void init_profiler(py::module_& m);  // python/profiler.cpp: the op profiler
+void init_amp(py::module_& m);       // python/amp.cpp: autocast state and GradScaler kernels
 
 /// True (and sets `out`) when `h` is an ember Tensor.
 bool as_tensor(py::handle h, Tensor*& out);

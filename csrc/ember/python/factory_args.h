@@ -8,11 +8,18 @@
 
 namespace ember::python {
 
+/// Set between a factory's ignore_layout() (pin_memory=True, checked there) and its
+/// finish_factory(), which pins the result; cleared when the FactoryKwargs dies.
+inline thread_local bool t_pin_pending = false;
+
 /// The keyword arguments of one factory call; each is taken once, and leftovers
 /// raise PyTorch's "got an unexpected keyword argument" TypeError.
 class FactoryKwargs {
  public:
   FactoryKwargs(const char* op, const py::kwargs& kw) : op_(op), d_(py::dict(kw)) {}
+  ~FactoryKwargs() { t_pin_pending = false; }
+  FactoryKwargs(const FactoryKwargs&) = delete;
+  FactoryKwargs& operator=(const FactoryKwargs&) = delete;
   py::object take(const char* name) {
     PyObject* v = PyDict_GetItemString(d_.ptr(), name);
     if (!v) return py::none();
@@ -29,7 +36,14 @@ class FactoryKwargs {
   }
   /// Accepts and ignores the layout/pinning/memory-format options ember has one value for.
   void ignore_layout() {
-    for (const char* k : {"pin_memory", "memory_format"}) take(k);
+    take("memory_format");
+    py::object pin = take("pin_memory");
+    t_pin_pending = false;
+    if (!pin.is_none() && PyObject_IsTrue(pin.ptr()) == 1) {
+      // Raises RuntimeError when no CUDA driver/device is available (as PyTorch does).
+      py::module_::import("ember.cuda").attr("_check_pin_memory")(op_);
+      t_pin_pending = true;
+    }
     py::object layout = take("layout");
     EMBER_CHECK_TYPE(
         layout.is_none() || std::string(py::str(layout)).find("strided") != std::string::npos, op_,
@@ -53,6 +67,10 @@ class FactoryKwargs {
 
 /// Applies requires_grad= (floating dtypes only) to a freshly made tensor.
 inline Tensor finish_factory(Tensor t, bool requires_grad) {
+  if (t_pin_pending) {
+    t_pin_pending = false;
+    t = py::cast<Tensor>(py::cast(t).attr("pin_memory")());
+  }
   if (requires_grad) {
     EMBER_CHECK(is_floating(t.dtype()),
                 "Only Tensors of floating point and complex dtype can require gradients (got ",

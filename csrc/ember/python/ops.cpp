@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 
 #include "ember/autograd/record.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
 #include "ember/python/bind.h"
 
@@ -121,6 +122,14 @@ Tensor other_arg(BinaryOp op, py::handle b, const char* name) {
   return tensor_or_scalar(b, name, "other");
 }
 
+// Note [Autocast policy]: the elementwise ops in the Float32 list (exp, log, pow...)
+// cast here, at the public entry, so that composites calling them internally keep
+// their own dtype.
+Tensor ac1(const char* op, const Tensor& a) {
+  if (!autocast::active()) return a;
+  return autocast::autocast_inputs(op, {a})[0];
+}
+
 Tensor with_alpha(BinaryOp op, const Tensor& b, py::handle alpha) {
   if (alpha.is_none()) return b;
   EMBER_CHECK_TYPE(op == BinaryOp::add || op == BinaryOp::sub, op_name(op),
@@ -150,32 +159,44 @@ void init_ops(py::module_& m) {
     return d;
   });
 
-#define EMBER_BIND_UNARY(n, F, k)                                                              \
-  m.def(#n, [](const Tensor& a, py::handle out) { return unary_py(UnaryOp::n, a, out); },       \
-        py::arg("input"), py::kw_only(), py::arg("out") = py::none());                          \
-  cls.def(#n, [](const Tensor& a) { return unary(UnaryOp::n, a); });                           \
+#define EMBER_BIND_UNARY(n, F, k)                                                                \
+  m.def(                                                                                         \
+      #n, [](const Tensor& a, py::handle out) { return unary_py(UnaryOp::n, ac1(#n, a), out); }, \
+      py::arg("input"), py::kw_only(), py::arg("out") = py::none());                             \
+  cls.def(#n, [](const Tensor& a) { return unary(UnaryOp::n, ac1(#n, a)); });                    \
   cls.def(#n "_", [](const Tensor& a) { return unary_(UnaryOp::n, a); });
   EMBER_UNARY_OPS(EMBER_BIND_UNARY)
 #undef EMBER_BIND_UNARY
 
-#define EMBER_BIND_BINARY(n, F, k)                                                                \
-  m.def(#n, [](py::handle a, py::handle b, py::handle alpha, py::handle out) -> py::object {       \
-    BinaryOp op = BinaryOp::n;                                                                     \
-    Tensor x = tensor_or_scalar(a, #n, "input");                                                   \
-    Tensor y = with_alpha(op, other_arg(op, b, #n), alpha);                                        \
-    if (const Tensor* o = out_arg(out, #n)) {                                                      \
-      binary_out(op, x, y, *o);                                                                    \
-      return py::reinterpret_borrow<py::object>(out);                                              \
-    }                                                                                              \
-    return wrap(binary(op, x, y));                                                                 \
-  }, py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none(),             \
-        py::arg("out") = py::none());                                                              \
-  cls.def(#n, [](const Tensor& a, py::handle b, py::handle alpha) {                                \
-    return binary(BinaryOp::n, a, with_alpha(BinaryOp::n, other_arg(BinaryOp::n, b, #n), alpha)); \
-  }, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());                              \
-  cls.def(#n "_", [](const Tensor& a, py::handle b, py::handle alpha) {                            \
-    return binary_(BinaryOp::n, a, with_alpha(BinaryOp::n, other_arg(BinaryOp::n, b, #n "_"), alpha)); \
-  }, py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
+#define EMBER_BIND_BINARY(n, F, k)                                                             \
+  m.def(                                                                                       \
+      #n,                                                                                      \
+      [](py::handle a, py::handle b, py::handle alpha, py::handle out) -> py::object {         \
+        BinaryOp op = BinaryOp::n;                                                             \
+        Tensor x = tensor_or_scalar(a, #n, "input");                                           \
+        Tensor y = with_alpha(op, other_arg(op, b, #n), alpha);                                \
+        if (const Tensor* o = out_arg(out, #n)) {                                              \
+          binary_out(op, x, y, *o);                                                            \
+          return py::reinterpret_borrow<py::object>(out);                                      \
+        }                                                                                      \
+        return wrap(binary(op, ac1(#n, x), ac1(#n, y)));                                       \
+      },                                                                                       \
+      py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none(),        \
+      py::arg("out") = py::none());                                                            \
+  cls.def(                                                                                     \
+      #n,                                                                                      \
+      [](const Tensor& a, py::handle b, py::handle alpha) {                                    \
+        return binary(BinaryOp::n, ac1(#n, a),                                                 \
+                      ac1(#n, with_alpha(BinaryOp::n, other_arg(BinaryOp::n, b, #n), alpha))); \
+      },                                                                                       \
+      py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());                         \
+  cls.def(                                                                                     \
+      #n "_",                                                                                  \
+      [](const Tensor& a, py::handle b, py::handle alpha) {                                    \
+        return binary_(BinaryOp::n, a,                                                         \
+                       with_alpha(BinaryOp::n, other_arg(BinaryOp::n, b, #n "_"), alpha));     \
+      },                                                                                       \
+      py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
   EMBER_BINARY_OPS(EMBER_BIND_BINARY)
 #undef EMBER_BIND_BINARY
 

@@ -81,12 +81,20 @@ void device_copy(const TensorIterator& it) {
   int64_t n = it.numel();
   OffsetCalc calc = make_calc(it);
   switch (element_size(it.dtype(0))) {
-    case 1: strided_copy_kernel<uint8_t><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n); break;
-    case 2: strided_copy_kernel<uint16_t><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n); break;
-    case 4: strided_copy_kernel<uint32_t><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n); break;
-    default: strided_copy_kernel<uint64_t><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n); break;
+    case 1: strided_copy_kernel<uint8_t><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n); break;
+    case 2: strided_copy_kernel<uint16_t><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n); break;
+    case 4: strided_copy_kernel<uint32_t><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n); break;
+    default: strided_copy_kernel<uint64_t><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n); break;
   }
   EMBER_CUDA_CHECK(cudaGetLastError());
+}
+
+// A host<->device transfer ordered on the current stream; returns when it is done
+// (non_blocking copies are synchronous in this backend).
+void memcpy_sync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  cudaStream_t s = current_stream();
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s));
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 // Note [Cross-device copy]
@@ -106,7 +114,7 @@ void copy_kernel(TensorIterator& it) {
       using O = typename decltype(otag)::type;
       dispatch_all(src.dtype(), "copy_", [&](auto itag) {
         using I = typename decltype(itag)::type;
-        cast_kernel<O, I><<<blocks(n), 256>>>(it.data(0), it.data(1), calc, n);
+        cast_kernel<O, I><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n);
       });
     });
     EMBER_CUDA_CHECK(cudaGetLastError());
@@ -117,8 +125,8 @@ void copy_kernel(TensorIterator& it) {
               dst.sizes() == src.sizes();
   if (same) {
     size_t bytes = size_t(n) * size_t(dst.element_size());
-    EMBER_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), src.data_ptr(), bytes,
-                                dst_gpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+    memcpy_sync(dst.data_ptr(), src.data_ptr(), bytes,
+                                dst_gpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
     return;
   }
   if (src_gpu) {  // device -> host: make a contiguous device copy in dst's dtype, then transfer
@@ -131,8 +139,8 @@ void copy_kernel(TensorIterator& it) {
     Tensor host = empty(dst.sizes(), dst.dtype(), Device());
     copy_(host, src);
     if (dst.is_contiguous()) {
-      EMBER_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), host.data_ptr(),
-                                  size_t(n) * size_t(dst.element_size()), cudaMemcpyHostToDevice));
+      memcpy_sync(dst.data_ptr(), host.data_ptr(),
+                                  size_t(n) * size_t(dst.element_size()), cudaMemcpyHostToDevice);
     } else {
       Tensor staged = empty(dst.sizes(), dst.dtype(), dst.device());
       copy_(staged, host);
@@ -146,7 +154,7 @@ void fill(TensorIterator& it, Scalar v) {
   OffsetCalc calc = make_calc(it);
   dispatch_all(it.dtype(0), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_kernel<T><<<blocks(n), 256>>>(it.data(0), calc, v.to<T>(), n);
+    fill_kernel<T><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), calc, v.to<T>(), n);
   });
   EMBER_CUDA_CHECK(cudaGetLastError());
 }
