@@ -406,9 +406,9 @@ def test_tensor_pin_memory():
     t = ember.randn(4, 6)[:, ::2]
     assert not t.is_pinned()
     if not ember._C._data_pinning_available():
-        with pytest.raises(RuntimeError, match="Found no NVIDIA driver"):
+        with pytest.raises(RuntimeError, match="Found no NVIDIA driver|Cannot access accelerator device"):
             t.pin_memory()
-        with pytest.raises(RuntimeError, match="Found no NVIDIA driver"):
+        with pytest.raises(RuntimeError, match="Found no NVIDIA driver|Cannot access accelerator device"):
             ember._C._BatchPrefetcher([rows(4)], ember.arange(4), 2, False, 2, pinned=True).__next__()
         return
     p = t.pin_memory()
