@@ -18,7 +18,7 @@ constexpr int kLanes = 16;
 /// above 88.37, NaN for NaN. Branch-free, so loops calling it vectorize.
 inline float exp_f(float x) {
   const float lo = -87.3365478515625f, hi = 88.3762626647949f;
-  const float xc = std::min(std::max(x, lo), hi);
+  const float xc = std::min(hi, std::max(lo, x));  // NaN -> lo: no NaN reaches the int cast
   // Round to nearest by adding and subtracting 1.5 * 2^23 (|x * log2(e)| < 128 after
   // the clamp): plain float adds, so it vectorizes on every instruction set.
   const float fx = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
@@ -30,11 +30,11 @@ inline float exp_f(float x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  const int32_t bits = (int32_t(fx) + 127) << 23;
+  const uint32_t bits = uint32_t(int32_t(fx) + 127) << 23;  // unsigned: no UB shift
   float p2;
   std::memcpy(&p2, &bits, sizeof(p2));
   const float v = y * p2;
-  return x < lo ? 0.0f : (x > hi ? std::numeric_limits<float>::infinity() : v);
+  return x != x ? x : (x < lo ? 0.0f : (x > hi ? std::numeric_limits<float>::infinity() : v));
 }
 
 /// exp in the compute type: the vectorizable float version, libm for double.
