@@ -15,7 +15,7 @@ from itertools import chain
 
 import ember
 
-from ._hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
