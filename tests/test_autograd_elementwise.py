@@ -7,10 +7,15 @@ import ember
 from ember.autograd import gradcheck, gradgradcheck
 from ember.testing.opinfo import binary_ops, unary_ops
 
-NON_DIFF_UNARY = {"bitwise_not", "isnan", "isinf", "isfinite", "logical_not"}
+# Which ops are differentiable comes from the derivative table
+# (csrc/ember/autograd/derivatives/elementwise.def): a new op is gradchecked here
+# without touching this file. test_only_never_floating_ops_are_non_differentiable
+# keeps the table honest.
+NON_DIFF_UNARY = {o.name for o in unary_ops if not o.differentiable}
 ZERO_GRAD_UNARY = {"sign", "floor", "ceil", "trunc", "round"}
-DIFF_BINARY = {"add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum", "remainder",
-               "fmod", "floor_divide"}
+DIFF_BINARY = {o.name for o in binary_ops if o.differentiable}
+# Kinds whose result is bool or integer for every input (kernels/ops.def).
+NEVER_FLOATING_KINDS = {"PRED", "BITS", "COMPARE", "LOGICAL"}
 
 # PyTorch 1.13's node names (checked with Debian's python3-torch).
 UNARY_NAMES = {
@@ -54,7 +59,9 @@ def test_unary_gradcheck(op):
         x = away_from_kinks(op, shape)
         assert gradcheck(f, (x,))
     y = f(away_from_kinks(op, (2, 2)))
-    assert y.grad_fn.name() == UNARY_NAMES[op.name]
+    # PyTorch's names; an op not listed above follows PyTorch's convention.
+    expected = UNARY_NAMES.get(op.name, op.name.title().replace("_", "") + "Backward0")
+    assert y.grad_fn.name() == expected == op.node
     # non-contiguous input
     x = away_from_kinks(op, (3, 4))
     assert gradcheck(lambda t: f(t.t()), (x,))
@@ -220,3 +227,70 @@ def test_copies_and_conversions():
     assert x.contiguous() is x or x.contiguous().grad_fn is None
     assert gradcheck(lambda t: t.t().contiguous() * 2, (rand((2, 3)),))
     assert gradcheck(lambda t: t.to(ember.float64, copy=True) * t, (rand((3,)),))
+
+
+def test_only_never_floating_ops_are_non_differentiable():
+    # The build checks this too (static_assert in derivatives/elementwise.cpp); here it
+    # is checked from the table the bindings export.
+    assert {o.name for o in unary_ops if not o.differentiable} == {
+        o.name for o in unary_ops if o.kind in NEVER_FLOATING_KINDS}
+    assert {o.name for o in binary_ops if not o.differentiable} == {
+        o.name for o in binary_ops if o.kind in NEVER_FLOATING_KINDS}
+    # The differentiable sets PyTorch has for these ops (a row dropped by mistake shows here).
+    assert NON_DIFF_UNARY == {"bitwise_not", "isnan", "isinf", "isfinite", "logical_not"}
+    assert {"add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum", "remainder",
+            "fmod", "floor_divide"} <= DIFF_BINARY
+
+
+def test_binary_overload_node_names():
+    x = rand((2,))
+    y = rand((2,), seed=5)
+    cases = {"2 - x": "RsubBackward1", "x - y": "SubBackward0", "2 ** x": "PowBackward2",
+             "x % y": "RemainderBackward1", "2.5 % x": "RemainderBackward1",
+             "ember.fmod(x, 2)": "FmodBackward0", "ember.fmod(x, y)": "FmodBackward1",
+             "x // y": "FloorDivideBackward0", "ember.minimum(x, y)": "MinimumBackward0"}
+    for expr, name in cases.items():
+        assert eval(expr, {"ember": ember, "x": x, "y": y}).grad_fn.name() == name, expr
+
+
+def _same(saved, t):
+    return saved is not None and ember.equal(saved, t)
+
+
+def test_saved_tensors_follow_the_table():
+    x = rand((3,))
+    w = rand((3,), seed=7, requires_grad=False)
+    # mul saves self only for other's gradient and other only for self's.
+    node = (x * w).grad_fn
+    assert node._saved_self is None and _same(node._saved_other, w)
+    node = (w * x).grad_fn
+    assert _same(node._saved_self, w) and node._saved_other is None
+    # div always keeps the divisor; add keeps nothing.
+    node = (x / w).grad_fn
+    assert _same(node._saved_other, w) and node._saved_self is None
+    assert (x + w).grad_fn._saved_values() == [None, None]
+    # unary: the result (exp), the input (sin) or nothing (floor, neg).
+    e = x.exp()
+    assert _same(e.grad_fn._saved_result, e)
+    assert _same(x.sin().grad_fn._saved_self, x)
+    assert x.floor().grad_fn._saved_values() == [None]
+    assert x.neg().grad_fn._saved_values() == [None]
+
+
+def test_unsaved_input_may_change_in_place():
+    # Nothing saved means an in-place write after the op does not break backward.
+    for name in ("floor", "neg", "frac"):
+        x = rand((3,))
+        z = x * 1.0
+        y = getattr(z, name)()
+        z.add_(1.0)
+        y.sum().backward()
+        expected = np.zeros(3) if name == "floor" else (-np.ones(3) if name == "neg" else np.ones(3))
+        np.testing.assert_array_equal(x.grad.numpy(), expected)
+    # ... while a saved one is still checked.
+    x = rand((3,))
+    z = x * 1.0
+    y = z.sin()
+    z.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

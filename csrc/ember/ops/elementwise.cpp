@@ -46,19 +46,6 @@ static const char* inplace_name(BinaryOp op) {
 
 namespace {
 
-enum class Kind { SAME, BITS, ROUND, FLOATONLY, FLOAT, PRED, ARITH, TRUEDIV, FLOATING, COMPARE, LOGICAL };
-
-const Kind kUnaryKind[] = {
-#define EMBER_KIND(n, F, k) Kind::k,
-    EMBER_UNARY_OPS(EMBER_KIND)
-#undef EMBER_KIND
-};
-const Kind kBinaryKind[] = {
-#define EMBER_KIND(n, F, k) Kind::k,
-    EMBER_BINARY_OPS(EMBER_KIND)
-#undef EMBER_KIND
-};
-
 // Result-type state: the dtype of the tensors with dims, of the 0-dim ones,
 // and of the wrapped Python numbers, each promoted within its group.
 // (-1 = none seen.)
@@ -89,7 +76,7 @@ struct Promo {
 
 DType unary_compute_dtype(UnaryOp op, DType in) {
   const char* name = op_name(op);
-  switch (kUnaryKind[int(op)]) {
+  switch (op_kind(op)) {
     case Kind::FLOAT:
       return is_floating(in) ? in : default_dtype();
     case Kind::FLOATONLY:
@@ -119,7 +106,7 @@ DType unary_compute_dtype(UnaryOp op, DType in) {
 }
 
 DType unary_out_dtype(UnaryOp op, DType compute) {
-  return kUnaryKind[int(op)] == Kind::PRED ? DType::Bool : compute;
+  return op_kind(op) == Kind::PRED ? DType::Bool : compute;
 }
 
 // Resizes `out` (PyTorch's out= contract) or checks that it matches.
@@ -254,7 +241,7 @@ Tensor& unary_(UnaryOp op, const Tensor& a) {
 
 static void binary_checks(BinaryOp op, const Tensor& a, const Tensor& b, DType common) {
   const char* name = op_name(op);
-  Kind k = kBinaryKind[int(op)];
+  Kind k = op_kind(op);
   if (k == Kind::BITS)
     EMBER_CHECK(!is_floating(common), '"', name, "_cpu\" not implemented for '",
                 dtype_name(common), "' (bitwise ops take integer or bool tensors)");
@@ -293,7 +280,7 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   check_same_device(a, b, name);
   DType common = result_type(a, b);
   binary_checks(op, a, b, common);
-  Kind k = kBinaryKind[int(op)];
+  Kind k = op_kind(op);
   DType compute = common;
   if ((k == Kind::TRUEDIV || k == Kind::FLOATING) && !is_floating(common)) compute = default_dtype();
   DType out_dt = (k == Kind::COMPARE || k == Kind::LOGICAL) ? DType::Bool : compute;

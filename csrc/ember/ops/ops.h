@@ -9,35 +9,14 @@
 #include "ember/core/scalar.h"
 #include "ember/core/tensor.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/elementwise.h"
 #include "ember/kernels/tensor_iterator.h"
-#include "ember/ops/ops.def"
 
 namespace ember {
 
-enum class UnaryOp : int {
-#define EMBER_ENUM(n, F, k) n,
-  EMBER_UNARY_OPS(EMBER_ENUM)
-#undef EMBER_ENUM
-      Count
-};
-enum class BinaryOp : int {
-#define EMBER_ENUM(n, F, k) n,
-  EMBER_BINARY_OPS(EMBER_ENUM)
-#undef EMBER_ENUM
-      Count
-};
+// UnaryOp, BinaryOp, their kinds and kernel stubs: kernels/elementwise.h.
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
-
-using IterKernel = void (*)(TensorIterator&);
-extern DispatchStub<IterKernel> unary_stubs[int(UnaryOp::Count)];
-extern DispatchStub<IterKernel> binary_stubs[int(BinaryOp::Count)];
-/// Casting copy: operand 0 (dst) <- operand 1 (src), any two dtypes.
-extern DispatchStub<IterKernel> copy_stub;
-/// where: out <- cond ? a : b (operands out, cond, a, b; a and b share out's dtype).
-extern DispatchStub<IterKernel> where_stub;
-/// fill: every element of operand 0 <- the scalar.
-extern DispatchStub<void (*)(TensorIterator&, Scalar)> fill_stub;
 
 // ---- elementwise -------------------------------------------------------------
 Tensor unary(UnaryOp op, const Tensor& a);

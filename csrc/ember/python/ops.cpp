@@ -3,6 +3,7 @@
 // and augmented forms.
 #include <pybind11/numpy.h>
 
+#include "ember/autograd/derivatives/elementwise.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
@@ -153,9 +154,32 @@ void init_ops(py::module_& m) {
 #define EMBER_ROW(n, F, k) binary.append(py::make_tuple(#n, #k));
     EMBER_BINARY_OPS(EMBER_ROW)
 #undef EMBER_ROW
+    // The derivative facts of each op (autograd/derivatives/elementwise.def):
+    // name -> (node name or None, saved) for unary ops, name -> ((node names per
+    // overload), save_self, save_other) for binary ops.
+    py::dict ugrad, bgrad;
+    auto node = [](const char* n) -> py::object {
+      if (!n) return py::none();
+      return py::str(n);
+    };
+    for (int i = 0; i < int(UnaryOp::Count); ++i) {
+      UnaryOp op = UnaryOp(i);
+      ugrad[op_name(op)] =
+          py::make_tuple(node(autograd::derivative_node_name(op)), autograd::derivative_saves(op));
+    }
+    for (int i = 0; i < int(BinaryOp::Count); ++i) {
+      BinaryOp op = BinaryOp(i);
+      py::tuple names = py::make_tuple(node(autograd::derivative_node_name(op, 0)),
+                                       node(autograd::derivative_node_name(op, 1)),
+                                       node(autograd::derivative_node_name(op, 2)));
+      bgrad[op_name(op)] = py::make_tuple(names, autograd::derivative_saves(op, 0),
+                                          autograd::derivative_saves(op, 1));
+    }
     py::dict d;
     d["unary"] = unary;
     d["binary"] = binary;
+    d["unary_autograd"] = ugrad;
+    d["binary_autograd"] = bgrad;
     return d;
   });
 

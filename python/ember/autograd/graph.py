@@ -112,17 +112,24 @@ _SAVED_NAMES = {
     "FmodBackward1": ("_saved_self", "_saved_other"),
     "WhereBackward0": ("_saved_condition",),
 }
-# Unary formula nodes save their result where the derivative reads it, else their input.
-_RESULT_SAVERS = {"ReluBackward0", "ExpBackward0", "Exp2Backward0", "Expm1Backward0", "SqrtBackward0",
-                  "RsqrtBackward0", "ReciprocalBackward0", "TanBackward0", "TanhBackward0",
-                  "SigmoidBackward0", "ErfinvBackward0"}
+_RESULT_SAVERS = None
+
+
+def _result_savers():
+    """Unary formula nodes that save their result (from the derivative table,
+    csrc/ember/autograd/derivatives/elementwise.def); the others save their input."""
+    global _RESULT_SAVERS
+    if _RESULT_SAVERS is None:
+        table = _C._op_table()["unary_autograd"]
+        _RESULT_SAVERS = frozenset(node for node, saves in table.values() if saves == "result")
+    return _RESULT_SAVERS
 
 
 def _saved_names(node):
     name = type(node).__name__
     if name in _SAVED_NAMES:
         return _SAVED_NAMES[name]
-    if name in _RESULT_SAVERS:
+    if name in _result_savers():
         return ("_saved_result",)
     return ("_saved_self",)
 

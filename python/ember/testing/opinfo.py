@@ -1,6 +1,6 @@
 """The op registry for the generic op tests, built from ember's op table.
 
-Each elementwise op in ``csrc/ember/ops/ops.def`` appears here once with its
+Each elementwise op in ``csrc/ember/kernels/ops.def`` appears here once with its
 NumPy reference and the input domain its reference is defined on; the generic
 tests (tests/test_elementwise.py) run every op over every dtype, shape kind
 (0-d, empty, non-contiguous, broadcast), in-place and ``out=`` form from this list.
@@ -24,6 +24,13 @@ class OpInfo:
     # Second argument domain for binary ops (e.g. nonzero divisors).
     domain2: Optional[tuple] = None
     integer_exact: bool = True     # integer results must match exactly
+    # From autograd/derivatives/elementwise.def: the grad_fn name (PyTorch's; for a
+    # binary op the tensor-op-tensor overload), None when not differentiable.
+    node: Optional[str] = None
+
+    @property
+    def differentiable(self):
+        return self.node is not None
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -100,10 +107,12 @@ def _build():
     ops = []
     for name, kind in table["unary"]:
         ref, dom = _UNARY_REFS[name]
-        ops.append(OpInfo(name, kind, 1, ref, dom))
+        node = table["unary_autograd"][name][0]
+        ops.append(OpInfo(name, kind, 1, ref, dom, node=node))
     for name, kind in table["binary"]:
         ref, dom2 = _BINARY_REFS[name]
-        ops.append(OpInfo(name, kind, 2, ref, None, dom2))
+        node = table["binary_autograd"][name][0][0]
+        ops.append(OpInfo(name, kind, 2, ref, None, dom2, node=node))
     return ops
 
 

@@ -1,12 +1,10 @@
 // CPU kernels for the ops in ops.def, registered into the op front-ends' stubs.
 #include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/loops.h"
-#include "ember/ops/ops.h"
+#include "ember/kernels/elementwise.h"
 
 namespace ember::cpu {
 namespace {
-
-enum class Kind { SAME, BITS, ROUND, FLOATONLY, FLOAT, PRED, ARITH, TRUEDIV, FLOATING, COMPARE, LOGICAL };
 
 template <typename F, Kind K>
 void unary_kernel(TensorIterator& it) {
