@@ -1,12 +1,14 @@
 #include "ember/autograd/grad_mode.h"
 
+#include "ember/core/inference_mode.h"
+
 namespace ember::autograd {
 namespace {
 thread_local bool t_grad_enabled = true;
-thread_local bool t_inference = false;
 }  // namespace
-bool grad_enabled() { return t_grad_enabled && !t_inference; }
+bool grad_enabled() { return t_grad_enabled && !inference_mode_enabled(); }
 void set_grad_enabled(bool on) { t_grad_enabled = on; }
-bool inference_mode() { return t_inference; }
-void set_inference_mode(bool on) { t_inference = on; }
+// The flag itself lives in core (core/inference_mode.h), which reads it when a tensor is made.
+bool inference_mode() { return inference_mode_enabled(); }
+void set_inference_mode(bool on) { set_inference_mode_enabled(on); }
 }  // namespace ember::autograd

@@ -8,7 +8,6 @@
 
 #include "ember/core/error.h"
 #include "ember/core/tensor.h"
-#include "ember/kernels/tensor_iterator.h"
 
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -171,11 +170,8 @@ void RecordScope::add_input(const Tensor& t) {
   e.dtypes.emplace_back(dtype_name(t.dtype()));
 }
 
-void RecordScope::add_input(const TensorIterator& it) {
-  if (!active_) return;
-  // Inputs only (PyTorch's "Input Shapes"): the outputs come first.
-  for (int i = it.noutputs(); i < it.ntensors(); ++i) add_input(it.tensor(i));
-}
+// RecordScope::add_input(const TensorIterator&) is defined in kernels/tensor_iterator.cpp:
+// core includes nothing above it.
 
 namespace {
 thread_local std::vector<std::pair<int64_t, std::unique_ptr<RecordScope>>> t_manual;

@@ -4,9 +4,15 @@
 
 #include <sstream>
 
-#include "ember/autograd/grad_mode.h"
+#include "ember/core/inference_mode.h"
 
 namespace ember {
+
+namespace {
+thread_local bool t_inference_mode = false;
+}  // namespace
+bool inference_mode_enabled() { return t_inference_mode; }
+void set_inference_mode_enabled(bool on) { t_inference_mode = on; }
 
 void (*inplace_write_hook)(VersionCounter& v, const char* op) = nullptr;
 
@@ -168,7 +174,7 @@ static std::shared_ptr<TensorImpl> new_impl(Storage st, DType dtype, Shape sizes
   impl->offset = offset;
   impl->numel = numel;
   impl->dtype = dtype;
-  impl->inference = autograd::inference_mode();
+  impl->inference = inference_mode_enabled();
   return impl;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ember/core/parallel.h"
+#include "ember/core/profiler.h"
 
 namespace ember {
 
@@ -185,6 +186,13 @@ void TensorIterator::for_each(const Loop& loop, int64_t grain) const {
     return;
   }
   parallel_for(0, numel_, grain, [&](int64_t b, int64_t e) { serial_for_each(loop, b, e); });
+}
+
+// Declared in core/profiler.h (which cannot include this layer): the profiler's
+// "Input Shapes" of a kernel call are the iterator's inputs; the outputs come first.
+void profiler::RecordScope::add_input(const TensorIterator& it) {
+  if (!active_) return;
+  for (int i = it.noutputs(); i < it.ntensors(); ++i) add_input(it.tensor(i));
 }
 
 }  // namespace ember

@@ -7,18 +7,11 @@
 #include "ember/core/scalar.h"
 #include "ember/core/tensor.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/stubs/factory.h"
 
 namespace ember {
 
-/// Fills a contiguous tensor with start + i * step (computed in int64 for
-/// integral dtypes, double for floating ones).
-extern DispatchStub<void (*)(const Tensor& out, Scalar start, Scalar step)> arange_stub;
-/// Fills a contiguous 1-D tensor of `steps` points from start to end, PyTorch's
-/// symmetric formula (the first half counts up from start, the second down from end);
-/// with `log_base` set, writes base ** value instead (logspace).
-extern DispatchStub<void (*)(const Tensor& out, double start, double end,
-                             std::optional<double> log_base)>
-    linspace_stub;
+// The kernel interface (types, stubs): kernels/stubs/factory.h.
 
 Tensor ones(const Shape& sizes, DType dtype, Device device = Device());
 /// An uninitialized tensor like `a`: same sizes; same strides when `a` is

@@ -17,20 +17,6 @@ DispatchStub<GemmKernel> gemm_stub("matmul");
 DispatchStub<TrilTriuKernel> tril_triu_stub("tril/triu");
 DispatchStub<TraceKernel> trace_stub("trace");
 
-MatrixLayout matrix_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  MatrixLayout l;
-  if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= std::max<int64_t>(1, cols))) {
-    l.ok = true;
-    l.trans = false;
-    l.ld = rows <= 1 ? std::max<int64_t>(1, cols) : rs;
-  } else if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= std::max<int64_t>(1, rows))) {
-    l.ok = true;
-    l.trans = true;
-    l.ld = cols <= 1 ? std::max<int64_t>(1, rows) : cs;
-  }
-  return l;
-}
-
 namespace {
 
 // "2x3"

@@ -10,54 +10,11 @@
 #include "ember/core/scalar.h"
 #include "ember/core/tensor.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/stubs/random.h"
 
 namespace ember {
 
-// Note [Philox streams]
-// Every random op draws from Philox4x32-10, a counter-based engine: block
-// `c` of the stream for key `seed` is philox(seed, c), four independent 32-bit
-// words computed without any sequential state. An op reserves a range of
-// blocks from its Generator (advancing the generator's offset), and element i
-// of the (logically contiguous) output reads block `offset + i / per_block`,
-// lane `i % per_block`. So the samples depend only on (seed, offset, i):
-// never on the thread count, the chunking, or the device. The CUDA kernels
-// use the same functions (EMBER_HOST_DEVICE) and the same layout.
-namespace philox {
-
-struct Block {
-  uint32_t w[4];
-};
-
-/// The 4 words of block `counter` of the stream keyed by `seed`.
-EMBER_HOST_DEVICE inline Block block(uint64_t seed, uint64_t counter) {
-  uint32_t c0 = uint32_t(counter), c1 = uint32_t(counter >> 32), c2 = 0, c3 = 0;
-  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-  for (int r = 0; r < 10; ++r) {
-    uint64_t p0 = uint64_t(0xD2511F53u) * c0;
-    uint64_t p1 = uint64_t(0xCD9E8D57u) * c2;
-    uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
-    uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
-    c1 = uint32_t(p1);
-    c3 = uint32_t(p0);
-    c0 = n0;
-    c2 = n2;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  return Block{{c0, c1, c2, c3}};
-}
-
-/// Uniform float in [0, 1) with `bits` random mantissa bits (<= 24).
-EMBER_HOST_DEVICE inline float to_unit_float(uint32_t x, int bits = 24) {
-  return float(x >> (32 - bits)) * (1.0f / float(uint32_t(1) << bits));
-}
-/// Uniform double in [0, 1) with 53 random bits.
-EMBER_HOST_DEVICE inline double to_unit_double(uint32_t lo, uint32_t hi) {
-  uint64_t x = (uint64_t(hi) << 32) | lo;
-  return double(x >> 11) * (1.0 / 9007199254740992.0);
-}
-
-}  // namespace philox
+// Philox (Note [Philox streams]): kernels/stubs/random.h.
 
 /// A source of random numbers: a seed and a counter offset into its Philox
 /// stream (see Note [Philox streams]). Thread-safe.
@@ -92,31 +49,9 @@ const Generator& default_generator();
 /// `gen` when given (checked to match `device`'s type), else the default generator.
 GeneratorImpl& pick_generator(const Generator& gen, Device device, const char* op);
 
-/// The parameters of one random fill, handed to a kernel: the stream key and
-/// first block reserved for it, plus the distribution's arguments.
-struct RandomArgs {
-  uint64_t seed = 0, offset = 0;
-  double a = 0,
-         b = 1;  // uniform [a, b); normal (mean a, std b); bernoulli p = a; exponential lambda = a
-  int64_t from = 0;    // random_: values in [from, from + range)
-  uint64_t range = 0;  // 0 means the full 2^64 range
-};
-enum class Dist : int { Uniform, Normal, Random, Bernoulli, Exponential, Count };
-/// Kernels fill a contiguous tensor; `blocks_needed` says how many Philox blocks they consume.
-using RandomKernel = void (*)(const Tensor& out, const RandomArgs& args);
-extern DispatchStub<RandomKernel> random_stubs[int(Dist::Count)];
+// RandomArgs, Dist and the kernel stubs: kernels/stubs/random.h.
 /// Philox blocks one fill of `numel` elements of `dtype` with `dist` consumes.
 uint64_t random_blocks_needed(Dist dist, DType dtype, int64_t numel, uint64_t range = 1);
-/// bernoulli with per-element probabilities: out[i] = u_i < p[i] (p contiguous float64, same
-/// numel).
-extern DispatchStub<void (*)(const Tensor& out, const Tensor& p, const RandomArgs&)>
-    bernoulli_tensor_stub;
-/// multinomial over the rows of a contiguous float64 [rows, k] matrix into int64 [rows, n].
-extern DispatchStub<void (*)(const Tensor& out, const Tensor& probs, bool replacement,
-                             const RandomArgs&)>
-    multinomial_stub;
-/// randperm: out (int64 [n], contiguous) <- a uniform permutation of 0..n-1.
-extern DispatchStub<void (*)(const Tensor& out, const RandomArgs&)> randperm_stub;
 
 // ---- in-place fills (bump the version; any strides) ------------------------------------
 /// Uniform on [from, to). Floating dtypes only.

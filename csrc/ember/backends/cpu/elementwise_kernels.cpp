@@ -1,85 +1,25 @@
-// CPU kernels for the ops in ops.def, registered into the op front-ends' stubs.
+// CPU kernels for the ops in kernels/ops.def: the loops (loops.h) plugged into the
+// backend-neutral dtype policy of kernels/elementwise_kernels.h, registered into the
+// stubs of kernels/elementwise.h; plus copy, where and fill.
+#include "ember/kernels/elementwise_kernels.h"
 #include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/loops.h"
-#include "ember/kernels/elementwise.h"
 
 namespace ember::cpu {
 namespace {
 
-template <typename F, Kind K>
-void unary_kernel(TensorIterator& it) {
-  DType dt = it.dtype(1);
-  auto body = [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (K == Kind::PRED) unary_loop<bool, T>(it, F{});
-    else unary_loop<T, T>(it, F{});
-  };
-  if constexpr (K == Kind::FLOAT || K == Kind::FLOATONLY) {
-    dispatch_floating(dt, "unary", body);
-  } else if constexpr (K == Kind::BITS) {
-    EMBER_CHECK(!is_floating(dt), "bitwise op on floating tensor");
-    switch (dt) {
-      case DType::Bool: return unary_loop<bool, bool>(it, F{});
-      case DType::UInt8: return unary_loop<uint8_t, uint8_t>(it, F{});
-      case DType::Int8: return unary_loop<int8_t, int8_t>(it, F{});
-      case DType::Int16: return unary_loop<int16_t, int16_t>(it, F{});
-      case DType::Int32: return unary_loop<int32_t, int32_t>(it, F{});
-      default: return unary_loop<int64_t, int64_t>(it, F{});
-    }
-  } else {
-    dispatch_all(dt, "unary", body);
+// The loops this backend gives the backend-neutral kernels of
+// kernels/elementwise_kernels.h (dtype policy per Kind, casts).
+struct CpuLoops {
+  template <typename Out, typename In, typename F>
+  static void unary(TensorIterator& it, F f) {
+    unary_loop<Out, In>(it, f);
   }
-}
-
-template <typename F, bool AllowBool>
-void integral_binary(TensorIterator& it) {
-  switch (it.dtype(1)) {
-    case DType::Bool:
-      if constexpr (AllowBool) return binary_loop<bool, bool>(it, F{});
-      EMBER_ERROR("op not implemented for 'bool'");
-    case DType::UInt8: return binary_loop<uint8_t, uint8_t>(it, F{});
-    case DType::Int8: return binary_loop<int8_t, int8_t>(it, F{});
-    case DType::Int16: return binary_loop<int16_t, int16_t>(it, F{});
-    case DType::Int32: return binary_loop<int32_t, int32_t>(it, F{});
-    case DType::Int64: return binary_loop<int64_t, int64_t>(it, F{});
-    default: EMBER_ERROR("integral kernel got ", dtype_name(it.dtype(1)));
+  template <typename Out, typename In, typename F>
+  static void binary(TensorIterator& it, F f) {
+    binary_loop<Out, In>(it, f);
   }
-}
-
-template <typename F>
-void floating_binary(TensorIterator& it) {
-  dispatch_floating(it.dtype(1), "binary", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    binary_loop<T, T>(it, F{});
-  });
-}
-
-template <typename F, Kind K>
-void binary_kernel(TensorIterator& it) {
-  DType dt = it.dtype(1);
-  if constexpr (K == Kind::BITS) {
-    integral_binary<F, true>(it);
-  } else if constexpr (K == Kind::COMPARE || K == Kind::LOGICAL) {
-    dispatch_all(dt, "compare", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      binary_loop<bool, T>(it, F{});
-    });
-  } else if constexpr (std::is_same<F, fn::Atan2>::value) {
-    floating_binary<F>(it);
-  } else {
-    // bool reaches only add/mul/maximum/minimum (checked by the front-end);
-    // there + is "or" and * is "and", as PyTorch.
-    if (dt == DType::Bool) {
-      if constexpr (std::is_same<F, fn::Add>::value) return binary_loop<bool, bool>(it, fn::LogicalOr{});
-      if constexpr (std::is_same<F, fn::Mul>::value) return binary_loop<bool, bool>(it, fn::LogicalAnd{});
-      if constexpr (std::is_same<F, fn::Maximum>::value) return binary_loop<bool, bool>(it, fn::LogicalOr{});
-      if constexpr (std::is_same<F, fn::Minimum>::value) return binary_loop<bool, bool>(it, fn::LogicalAnd{});
-      EMBER_ERROR("op not implemented for 'bool'");
-    }
-    if (is_floating(dt)) return floating_binary<F>(it);
-    integral_binary<F, false>(it);
-  }
-}
+};
 
 // Casting copy between any two dtypes.
 void copy_kernel(TensorIterator& it) {
@@ -100,17 +40,7 @@ void copy_kernel(TensorIterator& it) {
     });
     return;
   }
-  dispatch_all(od, "copy_", [&](auto otag) {
-    using O = typename decltype(otag)::type;
-    dispatch_all(id, "copy_", [&](auto itag) {
-      using I = typename decltype(itag)::type;
-      unary_loop<O, I>(it, [](opmath_t<I> x) {
-        if constexpr (std::is_same<O, bool>::value) return bool(x != opmath_t<I>(0));
-        else if constexpr (std::is_same<O, Half>::value || std::is_same<O, BFloat16>::value) return O(float(x));
-        else return O(x);
-      });
-    });
-  });
+  elementwise::cast_copy<CpuLoops>(it);
 }
 
 // One fixed-size element type per width, so the copy is a load and a store (a
@@ -162,10 +92,12 @@ struct Registrar {
   Registrar() {
     if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     constexpr int cpu = int(DeviceType::CPU);
-#define EMBER_REG_UNARY(n, F, k) unary_stubs[int(UnaryOp::n)].fns[cpu] = &unary_kernel<fn::F, Kind::k>;
+#define EMBER_REG_UNARY(n, F, k) \
+  unary_stubs[int(UnaryOp::n)].fns[cpu] = &elementwise::unary_kernel<fn::F, Kind::k, CpuLoops>;
     EMBER_UNARY_OPS(EMBER_REG_UNARY)
 #undef EMBER_REG_UNARY
-#define EMBER_REG_BINARY(n, F, k) binary_stubs[int(BinaryOp::n)].fns[cpu] = &binary_kernel<fn::F, Kind::k>;
+#define EMBER_REG_BINARY(n, F, k) \
+  binary_stubs[int(BinaryOp::n)].fns[cpu] = &elementwise::binary_kernel<fn::F, Kind::k, CpuLoops>;
     EMBER_BINARY_OPS(EMBER_REG_BINARY)
 #undef EMBER_REG_BINARY
     copy_stub.fns[cpu] = &copy_kernel;

@@ -3,7 +3,7 @@
 
 #include "ember/core/parallel.h"
 #include "ember/kernels/functors.h"
-#include "ember/ops/factory.h"
+#include "ember/kernels/stubs/factory.h"
 
 namespace ember::cpu {
 namespace {

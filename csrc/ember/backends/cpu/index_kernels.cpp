@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "ember/kernels/functors.h"
-#include "ember/ops/index.h"
+#include "ember/kernels/stubs/index.h"
 
 namespace ember::cpu {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "ember/core/parallel.h"
-#include "ember/ops/join.h"
+#include "ember/kernels/stubs/join.h"
 
 namespace ember::cpu {
 namespace {

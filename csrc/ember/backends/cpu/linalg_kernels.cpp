@@ -7,7 +7,7 @@
 
 #include "ember/backends/cpu/blas.h"
 #include "ember/core/parallel.h"
-#include "ember/ops/linalg.h"
+#include "ember/kernels/stubs/linalg.h"
 
 namespace ember::cpu {
 namespace {

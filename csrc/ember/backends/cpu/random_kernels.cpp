@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ember/core/parallel.h"
-#include "ember/ops/random.h"
+#include "ember/kernels/stubs/random.h"
 
 namespace ember::cpu {
 namespace {

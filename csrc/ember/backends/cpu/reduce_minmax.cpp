@@ -3,7 +3,7 @@
 #include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/reduce_engine.h"
 #include "ember/kernels/dispatch.h"
-#include "ember/ops/reduce.h"
+#include "ember/kernels/stubs/reduce.h"
 
 namespace ember::cpu {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ember/core/parallel.h"
-#include "ember/ops/sort.h"
+#include "ember/kernels/stubs/sort.h"
 
 namespace ember::cpu {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "ember/core/parallel.h"
 #include "ember/kernels/dispatch.h"
-#include "ember/ops/surface_scan.h"
+#include "ember/kernels/stubs/surface_scan.h"
 
 namespace ember::cpu {
 namespace {

@@ -1,0 +1,73 @@
+"""The C++ layers include only downwards (docs/ARCHITECTURE.md, "Layers"):
+
+core/      includes only core/
+kernels/   includes only core/ and kernels/
+backends/  include only core/, kernels/ and their own backends/ headers (never ops/ front-ends,
+           autograd or the bindings), so a backend sees the backend-neutral kernel layer only.
+
+A source grep: it needs no build and fails naming the file and line that breaks the rule.
+KNOWN lists the includes that still break it, each with its reason; an entry that no longer
+breaks the rule fails too, so the list only shrinks."""
+import pathlib
+import re
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parent.parent / "csrc" / "ember"
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]ember/([a-z_]+)/', re.M)
+
+ALLOWED = {
+    "core": {"core"},
+    "kernels": {"core", "kernels"},
+    "backends": {"core", "kernels", "backends"},
+}
+
+# file -> the layers it may still include against the rule, and why.
+KNOWN = {
+    # The host<->device copy stages through the copy_ front-end (a cast on one side,
+    # then one contiguous transfer); it needs a kernel-level cast entry point first.
+    "backends/cuda/copy_fill.cu": {"ops"},
+}
+
+
+def _sources(layer, src=SRC):
+    root = src / layer
+    return sorted(p for p in root.rglob("*") if p.suffix in {".h", ".cpp", ".cu", ".cuh", ".def"})
+
+
+def _violations(layer, src=SRC, known=None):
+    known = KNOWN if known is None else known
+    bad = []
+    for path in _sources(layer, src):
+        text = path.read_text()
+        rel = str(path.relative_to(src))
+        for m in INCLUDE.finditer(text):
+            if m.group(1) not in ALLOWED[layer] | known.get(rel, set()):
+                line = text.count("\n", 0, m.start()) + 1
+                bad.append(f"{path.relative_to(src)}:{line}: includes ember/{m.group(1)}/")
+    return bad
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_includes_only_below(layer):
+    assert _sources(layer), f"no sources under {SRC / layer}"
+    bad = _violations(layer)
+    assert not bad, f"{layer}/ may include only {sorted(ALLOWED[layer])}:\n" + "\n".join(bad)
+
+
+def test_known_exceptions_still_needed():
+    for rel, layers in KNOWN.items():
+        text = (SRC / rel).read_text()
+        used = {m.group(1) for m in INCLUDE.finditer(text)}
+        assert layers <= used, f"{rel} no longer includes {sorted(layers - used)}: drop it from KNOWN"
+
+
+def test_grep_sees_a_violation(tmp_path):
+    # The rule must be able to fail: a core file including autograd is reported.
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "x.cpp").write_text(
+        '#include "ember/core/tensor.h"\n#include "ember/autograd/grad_mode.h"\n')
+    assert _violations("core", tmp_path, {}) == ["core/x.cpp:2: includes ember/autograd/"]
+    (tmp_path / "backends" / "cpu").mkdir(parents=True)
+    (tmp_path / "backends" / "cpu" / "k.cpp").write_text('#include "ember/ops/reduce.h"\n')
+    assert _violations("backends", tmp_path, {}) == ["backends/cpu/k.cpp:1: includes ember/ops/"]
