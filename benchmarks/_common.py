@@ -49,12 +49,18 @@ def print_table(title, header, rows):
         print(line(r))
 
 
-def run_torch_worker(cmd, skip=False):
-    """Runs a PyTorch timing worker (`cmd` after the interpreter) under TORCH_PYTHON; returns
-    (version label, {case: seconds}), or (None, {}) when skipped or it fails."""
-    if skip or not os.path.exists(TORCH_PYTHON):
+#: A current PyTorch from PyPI, in its own venv outside the repository (the reference).
+PYPI_TORCH_PYTHON = os.environ.get("TORCH_PYTHON", "/work/torchvenv/bin/python")
+
+
+def run_torch_worker(cmd, skip=False, python=None):
+    """Runs a PyTorch timing worker (`cmd` after the interpreter) under `python` (default
+    TORCH_PYTHON); returns (version label, {case: seconds}), or (None, {}) when skipped or it
+    fails."""
+    python = python or TORCH_PYTHON
+    if skip or not os.path.exists(python):
         return None, {}
-    p = subprocess.run([TORCH_PYTHON, *cmd], capture_output=True, text=True,
+    p = subprocess.run([python, *cmd], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=""))
     if p.returncode != 0:
         print(f"PyTorch worker failed:\n{p.stderr[-2000:]}", file=sys.stderr)

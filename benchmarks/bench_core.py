@@ -4,13 +4,14 @@
 
 Every library gets the same thread count (small-op dispatch cases run on one
 thread), is warmed up, and is timed as the median of several samples (see
-_cases.timeit). PyTorch runs in a subprocess under /usr/bin/python3 (Debian's
-python3-torch), one case after another, never at the same time as ember.
+_cases.timeit). PyTorch runs in subprocesses, one case after another, never at the
+same time as ember: the reference is a current PyTorch from PyPI (MKL + oneDNN) in its
+own venv (TORCH_PYTHON, default /work/torchvenv/bin/python); Debian's python3-torch 1.13
+under /usr/bin/python3 (reference BLAS) is a second, weaker column.
 Columns: median time per call (GFLOP/s for SGEMM) and the ratios of ember's time
-to PyTorch's and NumPy's (below 1: ember is faster). An op ember does not have
+to each PyTorch's and NumPy's (below 1: ember is faster). An op ember does not have
 yet shows as n/a.
 """
-import argparse
 import os
 import sys
 
@@ -18,7 +19,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 sys.path.insert(0, HERE)
-from _common import base_parser, fmt_time, pin_threads, print_table, run_torch_worker  # noqa: E402
+from _common import (  # noqa: E402
+    PYPI_TORCH_PYTHON,
+    TORCH_PYTHON,
+    base_parser,
+    fmt_time,
+    pin_threads,
+    print_table,
+    run_torch_worker,
+)
 
 args = base_parser(__doc__.split("\n\n")[0]).parse_args()
 pin_threads(args.threads)
@@ -63,10 +72,10 @@ def run_local(names):
     return out
 
 
-def run_torch(names):
-    """Times PyTorch in a subprocess; returns (version, {name: seconds})."""
+def run_torch(names, python):
+    """Times PyTorch in a subprocess of `python`; returns (version, {name: seconds})."""
     return run_torch_worker([os.path.join(HERE, "_torch_worker.py"), str(args.threads), *names],
-                            skip=args.no_torch)
+                            skip=args.no_torch, python=python)
 
 
 def main():
@@ -74,18 +83,22 @@ def main():
     print(f"threads: {args.threads} (cores: {os.cpu_count()}); ember {ember.__version__}, "
           f"numpy {np.__version__}", file=sys.stderr)
     local = run_local(names)
-    torch_version, torch_times = run_torch(names)
-    torch_label = f"PyTorch {torch_version}" if torch_version else "PyTorch (not run)"
-    header = ["case", "ember", "NumPy", torch_label, "ember/torch", "ember/numpy"]
+    pypi_version, pypi_times = run_torch(names, PYPI_TORCH_PYTHON)
+    deb_version, deb_times = run_torch(names, TORCH_PYTHON)
+    pypi_label = f"PyTorch {pypi_version}" if pypi_version else "PyTorch PyPI (not run)"
+    deb_label = f"Debian PyTorch {deb_version}" if deb_version else "Debian PyTorch (not run)"
+    header = ["case", "ember", "NumPy", pypi_label, deb_label, "ember/torch", "ember/debian",
+              "ember/numpy"]
     rows = []
     for n in names:
         te, tn = local[n]
-        tt = torch_times.get(n)
+        tp, td = pypi_times.get(n), deb_times.get(n)
         flops = CASES[n][1]
-        rows.append([n, fmt_cell(te, flops), fmt_cell(tn, flops), fmt_cell(tt, flops),
-                     fmt_ratio(te, tt), fmt_ratio(te, tn)])
-    print_table(f"ember {ember.__version__} | NumPy {np.__version__} | {torch_label} | "
+        rows.append([n, fmt_cell(te, flops), fmt_cell(tn, flops), fmt_cell(tp, flops),
+                     fmt_cell(td, flops), fmt_ratio(te, tp), fmt_ratio(te, td), fmt_ratio(te, tn)])
+    print_table(f"ember {ember.__version__} | NumPy {np.__version__} | {pypi_label} | {deb_label} | "
                 f"{args.threads} threads (dispatch cases: 1) | medians after warm-up", header, rows)
+    torch_version = deb_version
     if torch_version and "generic" in torch_version:
         print("note: this PyTorch build calls a reference (unoptimized) BLAS for matmul; compare "
               "SGEMM against NumPy's OpenBLAS instead.")

@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 TORCH_PYTHON = "/usr/bin/python3"
 
@@ -75,6 +74,7 @@ def main():
         os.environ[var] = str(args.threads)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import numpy as np
+
     import ember
 
     ns = {}
@@ -91,7 +91,6 @@ def main():
         ae, be = ember.from_numpy(an), ember.from_numpy(bn)
         rows[n] = {"ember": median_seconds(lambda: ae @ be, n),
                    "numpy": median_seconds(lambda: an @ bn, n)}
-        del ae, be, an, bn
 
     torch_res, why = (None, "skipped") if args.no_torch else torch_seconds(args.threads, args.sizes)
     for n in args.sizes:

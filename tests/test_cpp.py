@@ -1,7 +1,12 @@
 """Builds and runs the GoogleTest suite in tests/cpp (the C++ core's unit tests).
 
-The suite is configured with CMake into build/cpp-tests (ccache when present,
-CUDA off) and only the ``ember_cpp_tests`` target is built. Building takes the
+`pip install .` builds the suite with the library (EMBER_BUILD_TESTS=AUTO, when GoogleTest
+is found) into its build directory, build/<wheel tag>; `tools/dev_build.sh ember_cpp_tests`
+builds it into build/dev. A binary there that is newer than every C++ source and CMake file
+is the one run: it links the library that was just built, so a second compile of the whole
+core would only cost time. Otherwise the suite is configured with CMake into
+build/cpp-tests (ccache when present, CUDA off) and only the ``ember_cpp_tests`` target
+is built. Building takes the
 same lock as tools/dev_build.sh so that it never competes with a developer's
 build for the cores. A missing GoogleTest is a failure, not a skip: the C++
 tests are part of the suite.
@@ -56,7 +61,37 @@ def _configure():
         pytest.fail("CMake configure of the C++ tests failed:\n" + out[-8000:])
 
 
+def _newest_source_mtime():
+    newest = max((ROOT / "CMakeLists.txt").stat().st_mtime, 0.0)
+    for d in ("csrc", "tests/cpp", "cmake"):
+        for p in (ROOT / d).rglob("*"):
+            if p.is_file():
+                newest = max(newest, p.stat().st_mtime)
+    return newest
+
+
+def _fresh_prebuilt():
+    """The newest ember_cpp_tests under build/ (not the sanitizer build, which needs its own
+    environment: tools/sanitize.sh runs it) built after the last source change, or None."""
+    found = [p for p in (ROOT / "build").glob("*/ember_cpp_tests")
+             if p.parent.name != "sanitize" and os.access(p, os.X_OK)]
+    if not found:
+        return None
+    exe = max(found, key=lambda p: p.stat().st_mtime)
+    return exe if exe.stat().st_mtime > _newest_source_mtime() else None
+
+
 def test_cpp_unit_tests():
+    exe = _fresh_prebuilt()
+    if exe is None:
+        exe = _build()
+    rc, out = _run([str(exe), "--gtest_brief=1"], 600, "ember_cpp_tests")
+    print(f"{exe}:\n" + out[-4000:])
+    assert rc == 0, "C++ unit tests failed:\n" + out[-12000:]
+    assert "[  PASSED  ]" in out, out[-4000:]
+
+
+def _build():
     if shutil.which("cmake") is None:
         pytest.fail("cmake is needed to build the C++ unit tests (apt-get install cmake)")
     # CMakeLists.txt configures the Python bindings too, which needs pybind11's CMake files.
@@ -72,8 +107,4 @@ def test_cpp_unit_tests():
                         "--parallel", jobs], 1800, "building ember_cpp_tests")
     if rc != 0:
         pytest.fail("building the C++ unit tests failed:\n" + out[-12000:])
-    exe = BUILD / "ember_cpp_tests"
-    rc, out = _run([str(exe), "--gtest_brief=1"], 600, "ember_cpp_tests")
-    print(out[-4000:])
-    assert rc == 0, "C++ unit tests failed:\n" + out[-12000:]
-    assert "[  PASSED  ]" in out, out[-4000:]
+    return BUILD / "ember_cpp_tests"

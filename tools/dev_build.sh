@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Incremental developer build into build/dev, linked into python/ember so that
 # `PYTHONPATH=python python3 -m pytest tests` runs against it. Builds are
-# serialized with a lock: two cores, several developers. No LTO here (the
-# release build keeps pybind11's): the link is what a developer waits for.
+# serialized with a lock: two cores, several developers. No LTO (as in the wheel build,
+# see CMakeLists.txt).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

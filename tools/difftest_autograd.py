@@ -23,7 +23,6 @@ picks another index among ties (implementation-defined). Version-specific node n
 import argparse
 import math
 import sys
-import traceback
 
 import numpy as np
 import torch
@@ -432,7 +431,7 @@ def run_program(L, x0, steps, gout, vdir, mode):
         g = T(L, gout.reshape(tuple(cur.shape)))
         if mode == "backward":
             cur.backward(g)
-            res["grads"] = [npy(l.grad) for l in leaves]
+            res["grads"] = [npy(leaf.grad) for leaf in leaves]
             # a second backward without retain_graph: does it raise?
             try:
                 cur.backward(g)

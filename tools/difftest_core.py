@@ -372,7 +372,6 @@ IOPS = ["__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__
 
 @section
 def operators():
-    import operator
     for d in DTYPES:
         v = values(d, (2, 3), extreme=False)
         for op in OPS2:

@@ -406,7 +406,6 @@ def add_int_edge_cases():
 # linalg
 
 def add_linalg_cases():
-    shapes1 = [(), (3,), (1,), (0,), (4,)]
     shapes = [(3,), (4,), (2, 3), (3, 4), (1, 3), (3, 1), (2, 3, 4), (2, 4, 5), (1, 3, 4),
               (5, 1, 4, 2), (4, 2), (2, 1, 3, 4), (0, 3), (3, 0), (2, 0, 3), (0,), ()]
     for sa, sb in itertools.product(shapes, shapes):

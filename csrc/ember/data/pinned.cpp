@@ -7,6 +7,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 namespace ember::data {
 namespace {
@@ -27,7 +29,6 @@ struct Driver {
   CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned) = nullptr;
-  CUresult (*cuMemFreeHost)(void*) = nullptr;
 };
 
 template <typename F>
@@ -53,8 +54,7 @@ Driver& driver() {
                load(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain) &&
                load(lib, "cuCtxPushCurrent_v2", d.cuCtxPushCurrent) &&
                load(lib, "cuCtxPopCurrent_v2", d.cuCtxPopCurrent) &&
-               load(lib, "cuMemHostAlloc", d.cuMemHostAlloc) &&
-               load(lib, "cuMemFreeHost", d.cuMemFreeHost);
+               load(lib, "cuMemHostAlloc", d.cuMemHostAlloc);
     int count = 0;
     CUdevice dev = 0;
     if (!all || d.cuInit(0) != 0 || d.cuDeviceGetCount(&count) != 0 || count == 0 ||
@@ -67,12 +67,64 @@ Driver& driver() {
   return d;
 }
 
-void pinned_free(void* p) {
+// Note [One pinned host allocator]
+// Every pinned buffer in ember comes from here: the DataLoader's staging, Tensor.pin_memory()
+// and the CUDA backend's pinned copies (ember._C_cuda calls pin_memory/is_pinned below; it
+// has no allocator of its own). Freed buffers are cached by their power-of-two rounded size
+// and reused, as PyTorch's CachingHostAllocator does, because cuMemHostAlloc costs
+// milliseconds and the loader pins a new batch every step. Reuse needs no stream events
+// while host-to-device copies from pinned memory are synchronous (the CUDA backend's
+// non_blocking copies are; see docs/ARCHITECTURE.md).
+struct Block {
+  void* ptr;
+  size_t size;
+};
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free;
+};
+
+Cache& cache() {
+  static auto* c = new Cache();  // leaked: pinned storages may outlive static destructors
+  return *c;
+}
+
+size_t round_size(size_t n) {
+  if (n > (size_t(1) << 62)) return n;  // cuMemHostAlloc fails on it, with the size named
+  size_t r = 512;
+  while (r < n) r <<= 1;
+  return r;
+}
+
+void pinned_release(void* ctx) {
+  auto* b = static_cast<Block*>(ctx);
+  {
+    std::lock_guard<std::mutex> lk(cache().mu);
+    cache().free[b->size].push_back(b->ptr);
+  }
+  delete b;
+}
+
+void* pinned_alloc(size_t size) {
+  {
+    std::lock_guard<std::mutex> lk(cache().mu);
+    auto it = cache().free.find(size);
+    if (it != cache().free.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      return p;
+    }
+  }
   Driver& d = driver();
+  void* p = nullptr;
   CUcontext prev = nullptr;
-  d.cuCtxPushCurrent(d.ctx);
-  d.cuMemFreeHost(p);
+  EMBER_CHECK(d.cuCtxPushCurrent(d.ctx) == 0, "pin_memory: cannot make the CUDA context current");
+  CUresult rc = d.cuMemHostAlloc(&p, size, kHostAllocPortable);
   d.cuCtxPopCurrent(&prev);
+  EMBER_CHECK(rc == 0 && p, "pin_memory: cuMemHostAlloc of ", size,
+              " bytes of page-locked memory failed (CUDA error ", rc, ")");
+  return p;
 }
 
 }  // namespace
@@ -84,19 +136,14 @@ Tensor empty_pinned(const Shape& sizes, DType dtype) {
   EMBER_CHECK(d.ok, d.why);
   int64_t numel = checked_numel(sizes);
   size_t nbytes = size_t(checked_mul(numel, int64_t(element_size(dtype)), "pin_memory"));
-  void* p = nullptr;
-  CUcontext prev = nullptr;
-  EMBER_CHECK(d.cuCtxPushCurrent(d.ctx) == 0, "pin_memory: cannot make the CUDA context current");
-  CUresult rc = d.cuMemHostAlloc(&p, nbytes ? nbytes : 1, kHostAllocPortable);
-  d.cuCtxPopCurrent(&prev);
-  EMBER_CHECK(rc == 0 && p, "pin_memory: cuMemHostAlloc of ", nbytes, " bytes failed (CUDA error ",
-              rc, ")");
-  DataPtr dp{p, p, &pinned_free};
+  size_t size = round_size(nbytes);
+  void* p = pinned_alloc(size);
+  DataPtr dp{p, new Block{p, size}, &pinned_release};
   return from_blob(dp, nbytes, Device(), dtype, sizes, contiguous_strides(sizes), 0);
 }
 
 bool is_pinned(const Tensor& t) {
-  return t.defined() && t.storage() && t.storage()->data.deleter == &pinned_free;
+  return t.defined() && t.storage() && t.storage()->data.deleter == &pinned_release;
 }
 
 Tensor pin_memory(const Tensor& t) {

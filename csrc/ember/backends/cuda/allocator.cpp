@@ -1,4 +1,5 @@
-// The CUDA caching allocator and the pinned host allocator.
+// The CUDA caching allocator (pinned host memory is ember::data's, Note [One pinned host
+// allocator] in data/pinned.cpp).
 //
 // Note [CUDA caching allocator]
 // Device memory comes from cudaMalloc in segments and is never returned to the
@@ -403,52 +404,6 @@ void CudaCachingAllocator::release(void* ctx) {
   the_allocator().free_block(static_cast<Block*>(ctx));
 }
 
-// ---- pinned host memory: cudaHostAlloc, cached by exact rounded size.
-class PinnedAllocator final : public Allocator {
- public:
-  DataPtr allocate(size_t nbytes) override {
-    size_t size = round_size(nbytes);
-    void* p = nullptr;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      auto& bucket = free_[size];
-      if (!bucket.empty()) {
-        p = bucket.back();
-        bucket.pop_back();
-      }
-    }
-    if (!p) {
-      cudaError_t err = cudaHostAlloc(&p, size, cudaHostAllocDefault);
-      if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        throw OutOfMemory(std::string("pin_memory: cudaHostAlloc of ") + std::to_string(nbytes) +
-                          " bytes failed (" + cudaGetErrorString(err) + ")");
-      }
-    }
-    auto* ctx = new std::pair<void*, size_t>(p, size);
-    return DataPtr{p, ctx, &PinnedAllocator::release};
-  }
-  static void release(void* ctx);
-  void give_back(void* p, size_t size) {
-    std::lock_guard<std::mutex> lk(mu_);
-    free_[size].push_back(p);
-  }
-
- private:
-  std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
-};
-
-PinnedAllocator& the_pinned() {
-  static auto* a = new PinnedAllocator();
-  return *a;
-}
-void PinnedAllocator::release(void* ctx) {
-  auto* c = static_cast<std::pair<void*, size_t>*>(ctx);
-  the_pinned().give_back(c->first, c->second);
-  delete c;
-}
-
 }  // namespace
 
 Allocator* caching_allocator() { return &the_allocator(); }
@@ -469,7 +424,6 @@ void record_history(bool enabled, bool trace, int64_t max_entries) {
 std::vector<SegmentInfo> segments() { return the_allocator().segment_list(); }
 std::vector<TraceEntry> trace() { return the_allocator().trace_list(); }
 
-Allocator* pinned_allocator() { return &the_pinned(); }
 bool is_pinned_ptr(const void* ptr) {
   if (!ptr) return false;
   cudaPointerAttributes attr;

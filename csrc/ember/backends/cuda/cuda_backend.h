@@ -62,8 +62,6 @@ struct TraceEntry {
 std::vector<SegmentInfo> segments();
 std::vector<TraceEntry> trace();
 
-/// The pinned (page-locked) host allocator, cached like the device one.
-Allocator* pinned_allocator();
 /// True when `ptr` lies in memory from cudaHostAlloc / cudaHostRegister.
 bool is_pinned_ptr(const void* ptr);
 

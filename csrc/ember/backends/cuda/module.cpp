@@ -12,6 +12,7 @@
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/core/tensor.h"
+#include "ember/data/pinned.h"
 
 namespace py = pybind11;
 
@@ -208,24 +209,19 @@ PYBIND11_MODULE(_C_cuda, m) {
   m.def("event_destroy", [](uintptr_t e) { cudaEventDestroy(as_event(e)); });
 
   // ---- pinned host memory
+  // One pinned allocator for the whole library (Note [One pinned host allocator]); memory
+  // pinned elsewhere (cudaHostRegister) counts too.
   m.def("is_pinned", [](py::handle t) {
     Tensor x = tensor_of(t);
     return x.device().is_cpu() && x.storage()->data.ptr &&
-           cuda::is_pinned_ptr(x.storage()->data.ptr);
+           (data::is_pinned(x) || cuda::is_pinned_ptr(x.storage()->data.ptr));
   });
   m.def("pin_memory", [](py::handle t) {
     Tensor x = tensor_of(t);
     EMBER_CHECK(x.device().is_cpu(), "cannot pin a tensor on ", x.device().str(),
                 ": only dense CPU tensors can be pinned");
-    int64_t n = x.numel();
-    size_t bytes = size_t(checked_mul(n, x.element_size(), "pin_memory"));
-    DataPtr dp = cuda::pinned_allocator()->allocate(bytes);
-    Shape strides = contiguous_strides(x.sizes());
-    Tensor out = from_blob(dp, bytes, Device(), x.dtype(), x.sizes(), strides, 0);
-    py::object src = py::reinterpret_borrow<py::object>(t);
-    py::object dst = py::cast(out);
-    dst.attr("copy_")(src);
-    return dst;
+    py::gil_scoped_release nogil;
+    return data::pin_memory(x);
   });
   m.attr("cuda_version") = EMBER_CUDA_VERSION;
 }
