@@ -27,6 +27,9 @@ KNOWN = {
     # The host<->device copy stages through the copy_ front-end (a cast on one side,
     # then one contiguous transfer); it needs a kernel-level cast entry point first.
     "backends/cuda/copy_fill.cu": {"ops"},
+    # The _C_cuda Python module (bindings, not a kernel) binds pin_memory/is_pinned to the
+    # one pinned host allocator of data/pinned.h.
+    "backends/cuda/module.cpp": {"data"},
 }
 
 
