@@ -124,7 +124,7 @@ def test_binary_node_names_match_pytorch():
              "ember.maximum(x, y)": "MaximumBackward0", "x % 2": "RemainderBackward0",
              "x.atan2(y)": "Atan2Backward0"}
     for expr, name in cases.items():
-        assert eval(expr).grad_fn.name() == name, expr
+        assert eval(expr, {"ember": ember, "x": x, "y": y}).grad_fn.name() == name, expr
     # Only the tensor operand has an edge: the Python scalar is not differentiable.
     fns = (x + 2).grad_fn.next_functions
     assert fns[0][0].name() == "AccumulateGrad" and fns[1][0] is None
@@ -152,7 +152,7 @@ def test_where_and_clamp():
     v = z.detach().numpy()
     np.testing.assert_array_equal(z.grad.numpy(), ((v >= -0.5) & (v <= 0.5)).astype(float))
     lo, hi = rand((5,), -3, -1, seed=7), rand((5,), 1, 3, seed=8)
-    assert gradcheck(lambda a, l, h: ember.clamp(a, l, h), (rand((5,), -4, 4, seed=9), lo, hi))
+    assert gradcheck(lambda a, lo_, hi_: ember.clamp(a, lo_, hi_), (rand((5,), -4, 4, seed=9), lo, hi))
 
 
 def test_lerp_and_nan_to_num_get_gradients_through_primitives():

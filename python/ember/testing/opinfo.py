@@ -6,8 +6,9 @@ tests (tests/test_elementwise.py) run every op over every dtype, shape kind
 (0-d, empty, non-contiguous, broadcast), in-place and ``out=`` form from this list.
 """
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
