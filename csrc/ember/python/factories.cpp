@@ -339,8 +339,8 @@ Shape sizes_of(const char* op, const py::args& args, FactoryKwargs& kw) {
 
 // zeros / ones / empty: f(*size, dtype=None, device=None, requires_grad=False, ...)
 template <int Kind>  // 0 zeros, 1 ones, 2 empty
-Tensor sized_factory(const char* op, const py::args& args, const py::kwargs& kwargs) {
-  FactoryKwargs kw(op, kwargs);
+py::object sized_factory(const char* op, const py::args& args, const py::kwargs& kwargs) {
+  FactoryKwargs kw(op, kwargs, true);
   Shape s = sizes_of(op, args, kw);
   DType dt = kw.dtype().value_or(default_dtype());
   Device dev = kw.device().value_or(Device());
@@ -348,7 +348,7 @@ Tensor sized_factory(const char* op, const py::args& args, const py::kwargs& kwa
   kw.ignore_layout();
   kw.done();
   Tensor t = Kind == 2 ? empty(s, dt, dev) : Kind == 1 ? ones(s, dt, dev) : zeros(s, dt, dev);
-  return finish_factory(t, rg);
+  return kw.finish(t, rg);
 }
 
 Tensor like_factory(const char* op, const Tensor& a, const py::kwargs& kwargs,
@@ -491,7 +491,7 @@ void init_factories(py::module_& m) {
   m.def(
       "full",
       [](py::handle size, py::handle fill, py::kwargs kwargs) {
-        FactoryKwargs kw("full", kwargs);
+        FactoryKwargs kw("full", kwargs, true);
         Shape s = shape_arg(size, "full", "size");
         Scalar v = scalar_arg(fill, "full", "fill_value");
         DType dt = kw.dtype().value_or(full_dtype(v));
@@ -499,7 +499,7 @@ void init_factories(py::module_& m) {
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
-        return finish_factory(full(s, v, dt, dev), rg);
+        return kw.finish(full(s, v, dt, dev), rg);
       },
       py::arg("size"), py::arg("fill_value"));
   m.def(
@@ -591,7 +591,7 @@ void init_factories(py::module_& m) {
       py::arg("input"));
 
   m.def("arange", [](py::args args, py::kwargs kwargs) {
-    FactoryKwargs kw("arange", kwargs);
+    FactoryKwargs kw("arange", kwargs, true);
     Scalar start, end, step;
     range_args("arange", args, kw, start, end, step);
     auto dt = kw.dtype();
@@ -599,7 +599,7 @@ void init_factories(py::module_& m) {
     bool rg = kw.requires_grad();
     kw.ignore_layout();
     kw.done();
-    return finish_factory(arange(start, end, step, dt, dev), rg);
+    return kw.finish(arange(start, end, step, dt, dev), rg);
   });
   m.def("range", [](py::args args, py::kwargs kwargs) {
     if (PyErr_WarnEx(
@@ -636,7 +636,7 @@ void init_factories(py::module_& m) {
   m.def(
       "linspace",
       [](py::handle start, py::handle end, py::object steps, py::kwargs kwargs) {
-        FactoryKwargs kw("linspace", kwargs);
+        FactoryKwargs kw("linspace", kwargs, true);
         // Old PyTorch (and the tutorials) allow linspace(start, end): steps=100.
         int64_t n = steps.is_none() ? 100 : int_arg(steps, "linspace", "steps");
         DType dt = kw.dtype().value_or(default_dtype());
@@ -644,31 +644,31 @@ void init_factories(py::module_& m) {
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
-        return finish_factory(linspace(scalar_arg(start, "linspace", "start").to_double(),
-                                       scalar_arg(end, "linspace", "end").to_double(), n, dt, dev),
-                              rg);
+        return kw.finish(linspace(scalar_arg(start, "linspace", "start").to_double(),
+                                  scalar_arg(end, "linspace", "end").to_double(), n, dt, dev),
+                         rg);
       },
       py::arg("start"), py::arg("end"), py::arg("steps") = py::none());
   m.def(
       "logspace",
       [](py::handle start, py::handle end, py::object steps, py::handle base, py::kwargs kwargs) {
-        FactoryKwargs kw("logspace", kwargs);
+        FactoryKwargs kw("logspace", kwargs, true);
         int64_t n = steps.is_none() ? 100 : int_arg(steps, "logspace", "steps");
         DType dt = kw.dtype().value_or(default_dtype());
         Device dev = kw.device().value_or(Device());
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
-        return finish_factory(logspace(scalar_arg(start, "logspace", "start").to_double(),
-                                       scalar_arg(end, "logspace", "end").to_double(), n,
-                                       scalar_arg(base, "logspace", "base").to_double(), dt, dev),
-                              rg);
+        return kw.finish(logspace(scalar_arg(start, "logspace", "start").to_double(),
+                                  scalar_arg(end, "logspace", "end").to_double(), n,
+                                  scalar_arg(base, "logspace", "base").to_double(), dt, dev),
+                         rg);
       },
       py::arg("start"), py::arg("end"), py::arg("steps") = py::none(), py::arg("base") = 10.0);
   m.def(
       "eye",
       [](py::handle n, py::object mo, py::kwargs kwargs) {
-        FactoryKwargs kw("eye", kwargs);
+        FactoryKwargs kw("eye", kwargs, true);
         std::optional<int64_t> mm;
         if (!mo.is_none()) mm = int_arg(mo, "eye", "m");
         DType dt = kw.dtype().value_or(default_dtype());
@@ -676,7 +676,7 @@ void init_factories(py::module_& m) {
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
-        return finish_factory(eye(int_arg(n, "eye", "n"), mm, dt, dev), rg);
+        return kw.finish(eye(int_arg(n, "eye", "n"), mm, dt, dev), rg);
       },
       py::arg("n"), py::arg("m") = py::none());
 
