@@ -6,8 +6,11 @@
 
 #include "ember/autograd/derivatives/index.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/factory.h"
 #include "ember/ops/ops.h"
+#include "ember/ops/out.h"
 #include "ember/ops/reduce.h"
+#include "ember/ops/surface_scan.h"
 #include "ember/ops/view.h"
 
 namespace ember {
@@ -578,6 +581,105 @@ const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index,
     return self;
   }
   return scatter_impl("scatter_add", self, dim, index, src, true, false);
+}
+
+// scatter(..., reduce='add'|'multiply'): the legacy reductions, through the
+// scatter_reduce kernel with self included. Not differentiable in PyTorch: a result
+// that requires grad gets a node whose backward raises.
+namespace {
+
+ScatterReduce legacy_reduce(const std::string& reduce) {
+  EMBER_CHECK(reduce == "add" || reduce == "multiply",
+              "reduce argument must be either add or multiply.");
+  return reduce == "add" ? ScatterReduce::Sum : ScatterReduce::Prod;
+}
+
+// self <- self (+|*)= src at index along dim, in place, no autograd; `src` null: `value`.
+const Tensor& scatter_reduce_into(const Tensor& self, int64_t dim, const Tensor& index,
+                                  const Tensor* src, Scalar value, ScatterReduce k) {
+  dim = check_gather_scatter("scatter", self, dim, index, src);
+  check_no_internal_overlap(self, "scatter");
+  if (index.numel() == 0) return self;
+  autograd::GradModeGuard no_grad(false);
+  Tensor i1 = contiguous(as_1d_if_scalar(index));
+  Tensor s;
+  if (!src) {
+    s = full(i1.sizes(), value, self.dtype(), self.device());
+  } else {  // src's leading block of index's shape
+    s = as_1d_if_scalar(*src);
+    for (int64_t d = 0; d < s.dim(); ++d)
+      if (s.sizes()[d] != i1.sizes()[d]) s = narrow(s, d, 0, i1.sizes()[d]);
+    s = contiguous(s);
+  }
+  Tensor out = contiguous(clone(as_1d_if_scalar(self)));
+  scatter_reduce_stub.get(self.device())(out, dim, i1, s, k, true);
+  copy_(as_1d_if_scalar(self), out);
+  return self;
+}
+
+void warn_reduce_deprecated() {
+  // PyTorch warns once per process; Python's warning filters show it once per call site.
+  warn(
+      "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
+      "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+      "options.");
+}
+
+Tensor scatter_reduce_legacy(const Tensor& self, int64_t dim, const Tensor& index,
+                             const Tensor* src, Scalar value, const std::string& reduce) {
+  ScatterReduce k = legacy_reduce(reduce);
+  if (src) warn_reduce_deprecated();
+  Tensor r;
+  {
+    autograd::GradModeGuard no_grad(false);
+    r = clone(self);
+    scatter_reduce_into(r, dim, index, src, value, k);
+  }
+  const bool rec = src ? autograd::compute_requires_grad({&self, src})
+                       : autograd::compute_requires_grad({&self});
+  if (rec && is_floating(r.dtype())) {
+    auto fn = [](autograd::LambdaNode&, autograd::variable_list&&) -> autograd::variable_list {
+      EMBER_ERROR("derivative for aten::scatter is not implemented");
+    };
+    if (src)
+      autograd::record("NotImplemented", {&self, src}, r, fn);
+    else
+      autograd::record("NotImplemented", {&self}, r, fn);
+  }
+  return r;
+}
+
+}  // namespace
+
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+               const std::string& reduce) {
+  return scatter_reduce_legacy(self, dim, index, &src, Scalar(int64_t(0)), reduce);
+}
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value,
+               const std::string& reduce) {
+  return scatter_reduce_legacy(self, dim, index, nullptr, value, reduce);
+}
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                       const std::string& reduce) {
+  if (autograd::inplace_records(self, {&src}))
+    return autograd::inplace_with_grad(self, "scatter_", false, [&](const Tensor& s) {
+      return scatter(s, dim, index, src, reduce);
+    });
+  ScatterReduce k = legacy_reduce(reduce);
+  warn_reduce_deprecated();
+  scatter_reduce_into(self, dim, index, &src, Scalar(int64_t(0)), k);
+  self.bump_version();
+  return self;
+}
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value,
+                       const std::string& reduce) {
+  if (autograd::inplace_records(self, {}))
+    return autograd::inplace_with_grad(self, "scatter_", false, [&](const Tensor& s) {
+      return scatter(s, dim, index, value, reduce);
+    });
+  scatter_reduce_into(self, dim, index, nullptr, value, legacy_reduce(reduce));
+  self.bump_version();
+  return self;
 }
 
 namespace {
