@@ -97,6 +97,7 @@ void init_indexing(py::module_& m);
 void init_reduce(py::module_& m);
 void init_linalg(py::module_& m);
 void init_interop(py::module_& m);
+void init_factories_like(py::module_& m);  // python/factories_like.cpp: zeros_like, ...
 void init_random(py::module_& m);
 void init_join_sort(py::module_& m);
 void init_autograd(py::module_& m);

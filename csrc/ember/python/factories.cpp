@@ -1,5 +1,5 @@
-// Bindings: tensor(data) and the other factories, *_like, Tensor.new_*, and
-// the dtype conversion methods (float(), long(), type(), ...).
+// Bindings: tensor(data) and the other factories, Tensor.new_*, and the dtype
+// conversion methods (float(), long(), type(), ...); *_like is python/factories_like.cpp.
 #include <pybind11/numpy.h>
 
 #include <cmath>
@@ -351,22 +351,6 @@ py::object sized_factory(const char* op, const py::args& args, const py::kwargs&
   return kw.finish(t, rg);
 }
 
-Tensor like_factory(const char* op, const Tensor& a, const py::kwargs& kwargs,
-                    const std::function<void(const Tensor&, const Generator&)>& fill) {
-  FactoryKwargs kw(op, kwargs);
-  auto dt = kw.dtype();
-  auto dev = kw.device();
-  bool rg = kw.requires_grad();
-  py::object g = kw.take("generator");
-  Generator gen = generator_arg(g);
-  kw.ignore_layout();
-  kw.done();
-  Tensor t = empty_like(a, dt, dev);
-  fill(t, gen);
-  *t.impl()->version = 0;
-  return finish_factory(t, rg);
-}
-
 const char* legacy_names[] = {"BoolTensor",  "ByteTensor",  "CharTensor", "ShortTensor",
                               "IntTensor",   "LongTensor",  "HalfTensor", "BFloat16Tensor",
                               "FloatTensor", "DoubleTensor"};
@@ -431,6 +415,11 @@ void range_args(const char* op, const py::args& args, FactoryKwargs& kw, Scalar&
 
 Tensor conv(const Tensor& t, DType d) { return to_dtype(t, d); }
 
+}  // namespace
+
+namespace {
+void bind_ranges(py::module_& m);
+void bind_tensor_methods(py::module_& m);
 }  // namespace
 
 void init_factories(py::module_& m) {
@@ -515,81 +504,14 @@ void init_factories(py::module_& m) {
       },
       py::arg("s"));
 
-  m.def(
-      "zeros_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("zeros_like", a, k, [](const Tensor& t, const Generator&) {
-          fill_(t, Scalar(int64_t(0)));
-        });
-      },
-      py::arg("input"));
-  m.def(
-      "ones_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("ones_like", a, k, [](const Tensor& t, const Generator&) {
-          fill_(t, Scalar(int64_t(1)));
-        });
-      },
-      py::arg("input"));
-  m.def(
-      "empty_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("empty_like", a, k, [](const Tensor&, const Generator&) {});
-      },
-      py::arg("input"));
-  m.def(
-      "full_like",
-      [](const Tensor& a, py::handle fill, py::kwargs k) {
-        Scalar v = scalar_arg(fill, "full_like", "fill_value");
-        return like_factory("full_like", a, k,
-                            [v](const Tensor& t, const Generator&) { fill_(t, v); });
-      },
-      py::arg("input"), py::arg("fill_value"));
-  m.def(
-      "rand_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("rand_like", a, k,
-                            [](const Tensor& t, const Generator& g) { uniform_(t, 0, 1, g); });
-      },
-      py::arg("input"));
-  m.def(
-      "randn_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("randn_like", a, k,
-                            [](const Tensor& t, const Generator& g) { normal_(t, 0, 1, g); });
-      },
-      py::arg("input"));
-  m.def(
-      "randint_like",
-      [](const Tensor& a, py::args args, py::kwargs k) {
-        FactoryKwargs kw("randint_like", k);
-        py::object lo = kw.take("low"), hi = kw.take("high");
-        int64_t low = 0, high;
-        if (args.size() == 2) {
-          low = int_arg(args[0], "randint_like", "low");
-          high = int_arg(args[1], "randint_like", "high");
-        } else if (args.size() == 1) {
-          if (!lo.is_none()) low = int_arg(lo, "randint_like", "low");
-          high = int_arg(args[0], "randint_like", "high");
-        } else {
-          EMBER_CHECK_TYPE(args.size() == 0 && !hi.is_none(),
-                           "randint_like() missing required argument 'high'");
-          if (!lo.is_none()) low = int_arg(lo, "randint_like", "low");
-          high = int_arg(hi, "randint_like", "high");
-        }
-        py::kwargs rest;
-        for (const char* n : {"dtype", "device", "requires_grad", "generator", "memory_format",
-                              "layout", "pin_memory"}) {
-          py::object v = kw.take(n);
-          if (!v.is_none()) rest[n] = v;
-        }
-        kw.done();
-        return like_factory(
-            "randint_like", a, rest,
-            [low, high](const Tensor& t, const Generator& g) { random_(t, low, high, g); });
-      },
-      py::arg("input"));
+  bind_ranges(m);
+  bind_tensor_methods(m);
+}
 
+namespace {
+
+// arange, range, linspace, logspace, eye.
+void bind_ranges(py::module_& m) {
   m.def("arange", [](py::args args, py::kwargs kwargs) {
     FactoryKwargs kw("arange", kwargs, true);
     Scalar start, end, step;
@@ -679,8 +601,10 @@ void init_factories(py::module_& m) {
         return kw.finish(eye(int_arg(n, "eye", "n"), mm, dt, dev), rg);
       },
       py::arg("n"), py::arg("m") = py::none());
+}
 
-  // ---- Tensor methods ----
+// The dtype conversions (float(), long(), type(), ...) and Tensor.new_*.
+void bind_tensor_methods(py::module_& m) {
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
   cls.def("float", [](const Tensor& t, py::kwargs) { return conv(t, DType::Float32); })
       .def("double", [](const Tensor& t, py::kwargs) { return conv(t, DType::Float64); })
@@ -753,5 +677,7 @@ void init_factories(py::module_& m) {
     return empty(shape_from_args(args, "new", "size"), self.dtype(), dev);
   });
 }
+
+}  // namespace
 
 }  // namespace ember::python

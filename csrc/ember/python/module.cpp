@@ -63,6 +63,7 @@ PYBIND11_MODULE(_C, m) {
   init_tensor(m);
   init_ops(m);
   init_factories(m);
+  init_factories_like(m);
   init_indexing(m);
   init_reduce(m);
   init_linalg(m);
