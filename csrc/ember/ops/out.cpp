@@ -28,10 +28,12 @@ bool resize_output(const Tensor& out, const Shape& shape) {
   return true;
 }
 
+bool can_cast(DType from, DType to) {
+  return !(is_floating(from) && !is_floating(to)) && !(from != DType::Bool && to == DType::Bool);
+}
+
 void check_result_cast(DType result, DType into, const char* op) {
-  const bool ok = !(is_floating(result) && !is_floating(into)) &&
-                  !(result != DType::Bool && into == DType::Bool);
-  if (ok) return;
+  if (can_cast(result, into)) return;
   if (op)
     EMBER_ERROR(op, ": result type ", dtype_name(result),
                 " can't be cast to the desired output type ", dtype_name(into));

@@ -20,6 +20,8 @@ void warn(const std::string& message);
 /// deprecation UserWarning; an empty one is resized silently. True when resized.
 bool resize_output(const Tensor& out, const Shape& shape);
 
+/// PyTorch's canCast for out=: never floating -> integral, never non-bool -> bool.
+bool can_cast(DType from, DType to);
 /// Raises PyTorch's error when a result of dtype `result` may not be written into a
 /// tensor of dtype `into` (never floating -> integral, never non-bool -> bool).
 /// `op`, when given, prefixes the message.

@@ -2,6 +2,7 @@
 // module functions and the Tensor methods PyTorch has for them. The results of
 // sort/topk/kthvalue are named tuples (values, indices) as torch.return_types.
 #include "ember/ops/join.h"
+#include "ember/ops/out.h"
 #include "ember/ops/sort.h"
 #include "ember/python/bind.h"
 
@@ -80,11 +81,9 @@ std::optional<Tensor> optional_tensor(py::handle h, const char* op, const char* 
 void check_join_out(const Tensor& r, py::handle out, const char* op) {
   const Tensor* o = out_arg(out, op);
   if (!o) return;
-  const DType into = o->dtype();
-  EMBER_CHECK_TYPE(!(is_floating(r.dtype()) && !is_floating(into)) &&
-                       !(r.dtype() != DType::Bool && into == DType::Bool),
-                   "ember.", op, "(): input types can't be cast to the desired output type ",
-                   dtype_name(into));
+  EMBER_CHECK_TYPE(can_cast(r.dtype(), o->dtype()), "ember.", op,
+                   "(): input types can't be cast to the desired output type ",
+                   dtype_name(o->dtype()));
 }
 
 // sort(..., out=(values, indices)): values of the input's dtype, int64 indices.
