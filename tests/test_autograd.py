@@ -4,7 +4,6 @@ anomaly mode, custom Functions, autograd.grad / functional, memory and depth."""
 import gc
 import threading
 import warnings
-import weakref
 
 import numpy as np
 import pytest

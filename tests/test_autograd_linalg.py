@@ -361,8 +361,8 @@ def test_inplace_on_view_records_copyslices():
     assert base.grad_fn.name() == "CopySlices"
     leaf = rand(3, 3, seed=5)
 
-    def f(l, x_, y_):
-        b = l.clone()
+    def f(leaf_, x_, y_):
+        b = leaf_.clone()
         b[:2, :2].addmm_(x_, y_, alpha=2.0)
         b.triu_()
         return b

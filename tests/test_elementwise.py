@@ -4,16 +4,14 @@ Result dtypes and which dtype combinations are errors are checked against a
 reference recorded from PyTorch (tests/data/torch_elementwise_dtypes.json, made
 with PyTorch 1.13 over the same op table); values against NumPy.
 """
+import builtins
 import json
 import os
 
 import numpy as np
 import pytest
 
-import builtins
-
 import ember
-from ember.testing import assert_close
 from ember.testing.opinfo import binary_ops, unary_ops
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
@@ -309,7 +307,7 @@ def test_operators_and_reflected_forms(rng):
     with pytest.raises(TypeError):
         x + "a"
     with pytest.raises(TypeError):
-        x < None
+        x < None  # noqa: B015
     assert (x == None) is False  # noqa: E711  (identity fallback, as PyTorch)
     assert len({x, y}) == 2  # hashable by identity
 
@@ -340,7 +338,7 @@ def test_bool_arithmetic_messages():
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors"):
         m - m
     with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
-        -m
+        -m  # noqa: B018
     np.testing.assert_array_equal((m + m).numpy(), [True, False])
     np.testing.assert_array_equal((m * m).numpy(), [True, False])
 

@@ -6,7 +6,8 @@ advanced dim in place. `ref_getitem` below is NumPy with that rule.
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 

@@ -153,7 +153,7 @@ def test_iteration_and_containment():
     assert 4 in t and 7 not in t and 2.0 in t
     assert T([3, 4]) in t and T(9) not in t
     with pytest.raises(RuntimeError, match="Tensor.__contains__ only supports Tensor or scalar, but you passed in a <class 'str'>"):
-        "a" in t
+        "a" in t  # noqa: B015
 
 
 @pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64", "float16",

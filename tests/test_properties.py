@@ -1,6 +1,7 @@
 """Property tests (hypothesis): random shapes, strides and broadcasting against NumPy."""
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ember

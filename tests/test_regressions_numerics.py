@@ -7,7 +7,6 @@ import pytest
 
 import ember
 
-
 # ---- reductions on empty inputs: IndexError, like PyTorch's zero_numel_check_dims -------------
 
 @pytest.mark.parametrize("op", ["max", "min", "amax", "amin", "argmax", "argmin", "median"])

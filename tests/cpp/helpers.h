@@ -17,9 +17,11 @@ template <typename F>
     f();
   } catch (const ember::Error& e) {
     if (e.kind() != kind)
-      return ::testing::AssertionFailure() << "wrong error kind " << int(e.kind()) << ": " << e.what();
+      return ::testing::AssertionFailure()
+             << "wrong error kind " << int(e.kind()) << ": " << e.what();
     if (std::string(e.what()).find(needle) == std::string::npos)
-      return ::testing::AssertionFailure() << "message '" << e.what() << "' lacks '" << needle << "'";
+      return ::testing::AssertionFailure()
+             << "message '" << e.what() << "' lacks '" << needle << "'";
     return ::testing::AssertionSuccess();
   } catch (const std::exception& e) {
     return ::testing::AssertionFailure() << "threw a non-ember exception: " << e.what();

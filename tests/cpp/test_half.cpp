@@ -34,16 +34,16 @@ TEST(Half, ExactValues) {
   EXPECT_EQ(h(1.0f), 0x3c00);
   EXPECT_EQ(h(-2.0f), 0xc000);
   EXPECT_EQ(h(0.5f), 0x3800);
-  EXPECT_EQ(h(65504.0f), 0x7bff);  // the largest finite half
+  EXPECT_EQ(h(65504.0f), 0x7bff);               // the largest finite half
   EXPECT_EQ(h(std::ldexp(1.0f, -14)), 0x0400);  // the smallest normal
   EXPECT_EQ(Half::to_float(0x3555), 0.333251953125f);
   EXPECT_TRUE(std::signbit(Half::to_float(0x8000)));
 }
 
 TEST(Half, RoundsToNearestEven) {
-  const float ulp1 = std::ldexp(1.0f, -10);  // spacing of halves in [1, 2)
-  EXPECT_EQ(h(1.0f + ulp1 / 2), 0x3c00);      // tie -> even (down)
-  EXPECT_EQ(h(1.0f + 3 * ulp1 / 2), 0x3c02);  // tie -> even (up)
+  const float ulp1 = std::ldexp(1.0f, -10);           // spacing of halves in [1, 2)
+  EXPECT_EQ(h(1.0f + ulp1 / 2), 0x3c00);              // tie -> even (down)
+  EXPECT_EQ(h(1.0f + 3 * ulp1 / 2), 0x3c02);          // tie -> even (up)
   EXPECT_EQ(h(1.0f + ulp1 / 2 + ulp1 / 64), 0x3c01);  // just above the tie
   EXPECT_EQ(h(1.0f + ulp1 / 2 - ulp1 / 64), 0x3c00);  // just below
   EXPECT_EQ(h(-(1.0f + 3 * ulp1 / 2)), 0xbc02);

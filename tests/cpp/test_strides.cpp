@@ -39,11 +39,11 @@ TEST(Strides, EmptyIsContiguousWithContiguousStrides) {
 
 TEST(Strides, IsContiguous) {
   Tensor base = ember::empty({3, 4}, DType::Float32);
-  EXPECT_FALSE(ember::make_view(base, {4, 3}, {1, 4}, 0).is_contiguous());     // transpose
-  EXPECT_FALSE(ember::make_view(base, {3, 2}, {4, 2}, 0).is_contiguous());     // step 2
-  EXPECT_TRUE(ember::make_view(base, {2, 4}, {4, 1}, 4).is_contiguous());      // row slice
-  EXPECT_TRUE(ember::make_view(base, {1, 4}, {99, 1}, 0).is_contiguous());     // size-1 dim
-  EXPECT_TRUE(ember::make_view(base, {0, 4}, {1, 7}, 0).is_contiguous());      // empty
+  EXPECT_FALSE(ember::make_view(base, {4, 3}, {1, 4}, 0).is_contiguous());  // transpose
+  EXPECT_FALSE(ember::make_view(base, {3, 2}, {4, 2}, 0).is_contiguous());  // step 2
+  EXPECT_TRUE(ember::make_view(base, {2, 4}, {4, 1}, 4).is_contiguous());   // row slice
+  EXPECT_TRUE(ember::make_view(base, {1, 4}, {99, 1}, 0).is_contiguous());  // size-1 dim
+  EXPECT_TRUE(ember::make_view(base, {0, 4}, {1, 7}, 0).is_contiguous());   // empty
 }
 
 TEST(Strides, ViewSharesStorageAndVersionCounter) {
@@ -88,8 +88,9 @@ TEST(Strides, MakeViewOverflowIsAnErrorNotWraparound) {
   EXPECT_TRUE(raises([&] { ember::make_view(base, {2}, {1}, kMax); }, ErrorKind::Runtime,
                      "integer overflow"));
   // Overflow in the element count itself.
-  EXPECT_TRUE(raises([&] { ember::make_view(base, {int64_t(1) << 32, int64_t(1) << 32}, {0, 0}, 0); },
-                     ErrorKind::Runtime, "integer overflow"));
+  EXPECT_TRUE(
+      raises([&] { ember::make_view(base, {int64_t(1) << 32, int64_t(1) << 32}, {0, 0}, 0); },
+             ErrorKind::Runtime, "integer overflow"));
 }
 
 TEST(Strides, CheckedArithmetic) {
@@ -105,8 +106,8 @@ TEST(Strides, CheckedArithmetic) {
   EXPECT_EQ(ember::checked_numel({3, 0, 5}), 0);
   EXPECT_TRUE(raises([] { ember::checked_numel({int64_t(1) << 40, int64_t(1) << 40}); },
                      ErrorKind::Runtime, "integer overflow"));
-  EXPECT_TRUE(raises([] { ember::checked_numel({2, -3}); }, ErrorKind::Runtime,
-                     "negative dimension -3"));
+  EXPECT_TRUE(
+      raises([] { ember::checked_numel({2, -3}); }, ErrorKind::Runtime, "negative dimension -3"));
 }
 
 TEST(Strides, EmptyWithHugeSizesRaisesInsteadOfAllocating) {

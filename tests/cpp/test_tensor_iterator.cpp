@@ -231,6 +231,7 @@ TEST(TensorIterator, SerialForEachOverSubRangesMatchesWholeRange) {
       std::memcpy(data[0] + i * strides[0], data[1] + i * strides[1], 8);
   };
   // Ragged chunks that start and end mid-row.
-  for (int64_t b = 0; b < it.numel(); b += 7) it.serial_for_each(loop, b, std::min(b + 7, it.numel()));
+  for (int64_t b = 0; b < it.numel(); b += 7)
+    it.serial_for_each(loop, b, std::min(b + 7, it.numel()));
   EXPECT_EQ(logical_values(out), expected);
 }

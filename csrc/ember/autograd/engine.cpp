@@ -70,7 +70,8 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
   std::vector<Edge> root_edges;
   for (size_t i = 0; i < roots.size(); ++i) {
     Edge e = gradient_edge(roots[i]);
-    EMBER_CHECK(e.valid(), "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    EMBER_CHECK(e.valid(), "element ", i,
+                " of tensors does not require grad and does not have a grad_fn");
     root_edges.push_back(e);
   }
 
@@ -95,7 +96,8 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
   }
   bool restricted = !opts.inputs.empty();
   std::unordered_set<Node*> needed;
-  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;  // node -> (input_nr, slot)
+  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>>
+      captures;  // node -> (input_nr, slot)
   if (restricted) {
     for (size_t i = 0; i < opts.inputs.size(); ++i) {
       const Edge& e = opts.inputs[i];
@@ -124,23 +126,28 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
   std::unordered_map<Node*, variable_list> buffers;
   auto accumulate_into = [&](const Edge& e, Tensor g) {
     variable_list& buf = buffers[e.fn.get()];
-    if (buf.size() < e.fn->input_meta.size()) buf.resize(std::max<size_t>(e.fn->input_meta.size(), e.input_nr + 1));
+    if (buf.size() < e.fn->input_meta.size())
+      buf.resize(std::max<size_t>(e.fn->input_meta.size(), e.input_nr + 1));
     if (buf.size() <= e.input_nr) buf.resize(e.input_nr + 1);
     Tensor& slot = buf[e.input_nr];
-    if (!slot.defined()) slot = g;
-    else if (g.defined()) slot = binary(BinaryOp::add, slot, g);
+    if (!slot.defined())
+      slot = g;
+    else if (g.defined())
+      slot = binary(BinaryOp::add, slot, g);
   };
   for (size_t i = 0; i < root_edges.size(); ++i) {
     Tensor g = grad_roots[i];
     if (g.defined() && root_edges[i].fn->input_meta.size() > root_edges[i].input_nr)
-      g = validate_grad(*root_edges[i].fn, i, g, root_edges[i].fn->input_meta[root_edges[i].input_nr]);
+      g = validate_grad(*root_edges[i].fn, i, g,
+                        root_edges[i].fn->input_meta[root_edges[i].input_nr]);
     accumulate_into(root_edges[i], g);
   }
 
   std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
   std::unordered_set<Node*> queued;
   for (auto& e : root_edges)
-    if (deps[e.fn.get()] == 0 && is_needed(e.fn.get()) && queued.insert(e.fn.get()).second) ready.push(e.fn.get());
+    if (deps[e.fn.get()] == 0 && is_needed(e.fn.get()) && queued.insert(e.fn.get()).second)
+      ready.push(e.fn.get());
 
   variable_list captured(opts.inputs.size());
 
@@ -182,7 +189,8 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
     if (any_defined) {
       if (!is_acc && n->materialize_grads)
         for (size_t i = 0; i < inputs.size(); ++i)
-          if (!inputs[i].defined() && i < n->input_meta.size()) inputs[i] = zeros_for(n->input_meta[i]);
+          if (!inputs[i].defined() && i < n->input_meta.size())
+            inputs[i] = zeros_for(n->input_meta[i]);
       // Backward runs outside autocast (Note [Autocast policy]).
       autocast::ExcludeGuard no_autocast;
       std::optional<profiler::RecordScope> prof;  // Note [Profiler recording]

@@ -65,8 +65,10 @@ variable_list CopySlices::apply(variable_list&& grads) {
   copy_(result, grad);
   Tensor slice = as_strided(flat, view_sizes, view_strides, view_offset);
   variable_list res = fn->apply({clone(slice)});
-  if (res.size() > 0 && res[0].defined()) copy_(slice, res[0]);
-  else fill_(slice, Scalar(0.0));
+  if (res.size() > 0 && res[0].defined())
+    copy_(slice, res[0]);
+  else
+    fill_(slice, Scalar(0.0));
   out[0] = result;
   for (size_t i = 1; i < next_edges.size() && i < res.size(); ++i) out[i] = res[i];
   return out;

@@ -46,7 +46,10 @@ struct CopySlices : Node {
   CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<Node> fn);
   std::string name() const override { return "CopySlices"; }
   variable_list apply(variable_list&& grads) override;
-  void release_variables() override { fn->release_variables(); released = true; }
+  void release_variables() override {
+    fn->release_variables();
+    released = true;
+  }
   Shape base_sizes, base_strides, view_sizes, view_strides;
   int64_t base_offset, view_offset;
   DType dtype;

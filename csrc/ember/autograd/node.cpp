@@ -88,7 +88,8 @@ static bool may_overlap(const StridedGeometry& g) {
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
   for (size_t i = 0; i < g.sizes.size(); ++i) {
     if (g.sizes[i] == 0) return false;
-    if (g.sizes[i] != 1) dims.push_back({g.strides[i] < 0 ? -g.strides[i] : g.strides[i], g.sizes[i]});
+    if (g.sizes[i] != 1)
+      dims.push_back({g.strides[i] < 0 ? -g.strides[i] : g.strides[i], g.sizes[i]});
   }
   std::sort(dims.begin(), dims.end());
   int64_t extent = 1;  // elements spanned by the smaller dims
@@ -101,7 +102,8 @@ static bool may_overlap(const StridedGeometry& g) {
 
 // Storage position of each element of a geometry, as an int64 tensor of its shape.
 static Tensor storage_positions(const StridedGeometry& g, int64_t storage_elems, Device dev) {
-  Tensor all = arange(Scalar(int64_t(0)), Scalar(storage_elems), Scalar(int64_t(1)), DType::Int64, dev);
+  Tensor all =
+      arange(Scalar(int64_t(0)), Scalar(storage_elems), Scalar(int64_t(1)), DType::Int64, dev);
   return as_strided(all, g.sizes, g.strides, g.offset);
 }
 
@@ -122,7 +124,8 @@ Tensor as_strided_backward(const Tensor& grad, const StridedGeometry& in,
     Tensor count = zeros(Shape{storage_elems}, grad.dtype(), grad.device());
     Tensor pos = reshape(storage_positions(in, storage_elems, grad.device()), Shape{-1});
     count = index_add(count, 0, pos, ones(Shape{pos.numel()}, grad.dtype(), grad.device()));
-    flat = binary(BinaryOp::div, flat, binary(BinaryOp::maximum, count, ones(Shape{}, grad.dtype(), grad.device())));
+    flat = binary(BinaryOp::div, flat,
+                  binary(BinaryOp::maximum, count, ones(Shape{}, grad.dtype(), grad.device())));
   }
   return as_strided(flat, in.sizes, in.strides, in.offset);
 }
@@ -170,15 +173,18 @@ Edge gradient_edge(const Tensor& t) {
 
 void set_requires_grad(const Tensor& t, bool on) {
   if (!is_leaf(t)) {
-    EMBER_CHECK(on, "you can only change requires_grad flags of leaf variables. If you want to "
-                    "use a computed variable in a subgraph that doesn't require differentiation "
-                    "use var_no_grad = var.detach().");
+    EMBER_CHECK(on,
+                "you can only change requires_grad flags of leaf variables. If you want to "
+                "use a computed variable in a subgraph that doesn't require differentiation "
+                "use var_no_grad = var.detach().");
     return;
   }
   if (on) {
-    EMBER_CHECK(!(t.impl()->inference && !inference_mode()),
-                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
-    EMBER_CHECK(is_floating(t.dtype()), "only Tensors of floating point dtype can require gradients (got ",
+    EMBER_CHECK(
+        !(t.impl()->inference && !inference_mode()),
+        "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+    EMBER_CHECK(is_floating(t.dtype()),
+                "only Tensors of floating point dtype can require gradients (got ",
                 dtype_name(t.dtype()), ")");
   }
   t.impl()->requires_grad = on;
@@ -227,9 +233,10 @@ void check_inplace(const Tensor& self, const char* op) {
     EMBER_ERROR("a leaf Variable that requires grad is being used in an in-place operation",
                 op ? std::string(" (") + op + ")" : std::string(), ".");
   if (m && m->is_view && m->base.defined() && requires_grad(m->base) && is_leaf(m->base))
-    EMBER_ERROR("a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation",
-                op ? std::string(" (") + op + ")" : std::string(), ".");
+    EMBER_ERROR(
+        "a view of a leaf Variable that requires grad is being used in an in-place "
+        "operation",
+        op ? std::string(" (") + op + ")" : std::string(), ".");
 }
 
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
@@ -306,7 +313,8 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
               "saved tensors after calling backward.");
   const VersionCounter& vc = *data_.impl()->version;
   if (vc.value != saved_version_) {
-    std::string which = "[" + legacy_type_name(data_.dtype()) + " " + shape_str(data_.sizes()) + "]";
+    std::string which =
+        "[" + legacy_type_name(data_.dtype()) + " " + shape_str(data_.sizes()) + "]";
     std::string owner;
     std::shared_ptr<Node> fn = weak_grad_fn_.lock();
     if (!fn && is_output_) fn = saved_for;
@@ -317,11 +325,13 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
                 std::string(vc.last_op ? vc.last_op : "an in-place operation") +
                 (vc.last_where.empty() ? std::string() : " at " + vc.last_where) + ".";
     }
-    EMBER_ERROR("one of the variables needed for gradient computation has been modified by an "
-                "inplace operation: ", which, owner, " is at version ", vc.value,
-                "; expected version ", saved_version_, " instead.", culprit,
-                " Hint: enable anomaly detection to find the operation that failed to compute its "
-                "gradient, with ember.autograd.set_detect_anomaly(True).");
+    EMBER_ERROR(
+        "one of the variables needed for gradient computation has been modified by an "
+        "inplace operation: ",
+        which, owner, " is at version ", vc.value, "; expected version ", saved_version_,
+        " instead.", culprit,
+        " Hint: enable anomaly detection to find the operation that failed to compute its "
+        "gradient, with ember.autograd.set_detect_anomaly(True).");
   }
   if (is_output_ && requires_grad_) {
     Tensor t = make_view(data_, data_.sizes(), data_.strides(), data_.storage_offset());

@@ -43,7 +43,9 @@ using TensorHook = std::function<Tensor(const Tensor&)>;
 struct StridedGeometry {
   Shape sizes, strides;
   int64_t offset = 0;
-  static StridedGeometry of(const Tensor& t) { return {t.sizes(), t.strides(), t.storage_offset()}; }
+  static StridedGeometry of(const Tensor& t) {
+    return {t.sizes(), t.strides(), t.storage_offset()};
+  }
 };
 
 /// The gradient of `in` (a geometry over a storage of `storage_elems`) from the
@@ -70,7 +72,8 @@ struct Node : std::enable_shared_from_this<Node> {
   uint64_t sequence_nr;
   std::vector<Edge> next_edges;
   std::vector<InputMeta> input_meta;  // one per forward output
-  /// Hooks run on the gradient of forward output i before apply (Tensor.register_hook on non-leaves).
+  /// Hooks run on the gradient of forward output i before apply (Tensor.register_hook on
+  /// non-leaves).
   std::vector<std::pair<uint32_t, TensorHook>> pre_hooks;
   /// Node.register_prehook: fn(grad_outputs) after the tensor hooks, before apply; a
   /// non-empty result replaces the gradients.
@@ -87,7 +90,9 @@ struct Node : std::enable_shared_from_this<Node> {
   void* pyobj = nullptr;
 
   uint32_t add_input_meta(const Tensor& t);
-  bool should_compute_output(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
+  bool should_compute_output(size_t i) const {
+    return i < next_edges.size() && next_edges[i].valid();
+  }
 };
 
 /// Drops a reference to a Node without recursing through the graph.
@@ -124,7 +129,7 @@ struct AutogradMetaImpl : AutogradMeta {
   // Views (Note [Views and in-place]).
   bool is_view = false;
   Tensor base;
-  uint32_t view_version = 0;  // base version when grad_fn was last set
+  uint32_t view_version = 0;      // base version when grad_fn was last set
   std::vector<TensorHook> hooks;  // Tensor.register_hook
   ~AutogradMetaImpl() override;
 };

@@ -48,7 +48,7 @@ inline bool inplace_records(const Tensor& self, std::initializer_list<const Tens
 // the op runs in place directly.
 template <typename F>
 const Tensor& inplace_with_grad(const Tensor& self, const char* name, bool needs_self,
-                                       F&& out_of_place) {
+                                F&& out_of_place) {
   check_inplace(self, name);
   Tensor src = needs_self ? clone(self) : self;
   Tensor r = out_of_place(src);

@@ -92,7 +92,9 @@ class CachingCpuAllocator final : public Allocator {
     return DataPtr{data, data, &CachingCpuAllocator::release};
   }
 
-  static void release(void* data) { the_cpu_allocator().give_back(static_cast<char*>(data) - kHeader); }
+  static void release(void* data) {
+    the_cpu_allocator().give_back(static_cast<char*>(data) - kHeader);
+  }
 
   void give_back(void* base) {
     size_t size = header_size(base);
@@ -115,11 +117,15 @@ class CachingCpuAllocator final : public Allocator {
       keep = cached_ + int64_t(size) <= limit_;
       if (keep) free_[size].push_back(base);
     }
-    if (keep) cached_ += int64_t(size);
-    else std::free(base);
+    if (keep)
+      cached_ += int64_t(size);
+    else
+      std::free(base);
   }
 
-  CpuAllocatorStats stats() { return {allocated_.load(), cached_.load(), hits_.load(), misses_.load()}; }
+  CpuAllocatorStats stats() {
+    return {allocated_.load(), cached_.load(), hits_.load(), misses_.load()};
+  }
 
   void empty_cache() {
     std::unordered_map<size_t, std::vector<void*>> old;

@@ -10,8 +10,8 @@ namespace ember {
 
 struct DataPtr {
   void* ptr = nullptr;
-  void* ctx = nullptr;                  // handed to deleter
-  void (*deleter)(void*) = nullptr;     // null: not owned
+  void* ctx = nullptr;               // handed to deleter
+  void (*deleter)(void*) = nullptr;  // null: not owned
 };
 
 class Allocator {

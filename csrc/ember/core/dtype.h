@@ -9,16 +9,16 @@
 namespace ember {
 
 // _(C++ type, enum name, python name, category) ; category: b=bool i=int f=float
-#define EMBER_FORALL_DTYPES(_)          \
-  _(bool, Bool, bool, b)                \
-  _(uint8_t, UInt8, uint8, i)           \
-  _(int8_t, Int8, int8, i)              \
-  _(int16_t, Int16, int16, i)           \
-  _(int32_t, Int32, int32, i)           \
-  _(int64_t, Int64, int64, i)           \
-  _(::ember::Half, Float16, float16, f) \
+#define EMBER_FORALL_DTYPES(_)                \
+  _(bool, Bool, bool, b)                      \
+  _(uint8_t, UInt8, uint8, i)                 \
+  _(int8_t, Int8, int8, i)                    \
+  _(int16_t, Int16, int16, i)                 \
+  _(int32_t, Int32, int32, i)                 \
+  _(int64_t, Int64, int64, i)                 \
+  _(::ember::Half, Float16, float16, f)       \
   _(::ember::BFloat16, BFloat16, bfloat16, f) \
-  _(float, Float32, float32, f)         \
+  _(float, Float32, float32, f)               \
   _(double, Float64, float64, f)
 
 enum class DType : int8_t {
@@ -58,9 +58,13 @@ inline bool is_signed(DType t) { return t != DType::Bool && t != DType::UInt8; }
 /// PyTorch's promote_types: the smallest dtype both values fit in.
 DType promote_types(DType a, DType b);
 
-template <typename T> struct dtype_of;
-#define EMBER_DTYPE_OF(c, n, p, k) \
-  template <> struct dtype_of<c> { static constexpr DType value = DType::n; };
+template <typename T>
+struct dtype_of;
+#define EMBER_DTYPE_OF(c, n, p, k)           \
+  template <>                                \
+  struct dtype_of<c> {                       \
+    static constexpr DType value = DType::n; \
+  };
 EMBER_FORALL_DTYPES(EMBER_DTYPE_OF)
 #undef EMBER_DTYPE_OF
 

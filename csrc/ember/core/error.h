@@ -41,8 +41,8 @@ template <typename... Args>
 
 }  // namespace ember
 
-#define EMBER_CHECK_KIND(kind, cond, ...)                     \
-  do {                                                        \
+#define EMBER_CHECK_KIND(kind, cond, ...)                                \
+  do {                                                                   \
     if (__builtin_expect(!(cond), 0)) ::ember::raise(kind, __VA_ARGS__); \
   } while (0)
 /// Raises RuntimeError with the streamed message when `cond` is false.

@@ -38,7 +38,7 @@ struct Half {
     uint32_t a = u & 0x7fffffffu;
     if (a >= 0x7f800000u) return uint16_t(sign | (a > 0x7f800000u ? 0x7e00u : 0x7c00u));
     if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow -> inf
-    if (a < 0x38800000u) {                                   // subnormal or zero
+    if (a < 0x38800000u) {                                  // subnormal or zero
       // Add 0.5 in the magic way: let float hardware round.
       float v = detail::u2f(a) + 0.5f;
       return uint16_t(sign | (detail::f2u(v) - 0x3f000000u));

@@ -24,7 +24,8 @@ class Scalar {
   double to_double() const { return kind_ == Kind::Float ? d_ : double(i_); }
   int64_t to_int() const { return kind_ == Kind::Float ? int64_t(d_) : i_; }
   bool to_bool() const { return kind_ == Kind::Float ? d_ != 0 : i_ != 0; }
-  template <typename T> T to() const;
+  template <typename T>
+  T to() const;
   /// The dtype this scalar has on its own as a "wrapped number":
   /// bool, int64 or the default float dtype.
   DType wrapped_dtype() const {
@@ -39,12 +40,22 @@ class Scalar {
   };
 };
 
-template <typename T> inline T Scalar::to() const {
+template <typename T>
+inline T Scalar::to() const {
   if (kind_ == Kind::Float) return static_cast<T>(d_);
   return static_cast<T>(i_);
 }
-template <> inline bool Scalar::to<bool>() const { return to_bool(); }
-template <> inline Half Scalar::to<Half>() const { return Half(float(to_double())); }
-template <> inline BFloat16 Scalar::to<BFloat16>() const { return BFloat16(float(to_double())); }
+template <>
+inline bool Scalar::to<bool>() const {
+  return to_bool();
+}
+template <>
+inline Half Scalar::to<Half>() const {
+  return Half(float(to_double()));
+}
+template <>
+inline BFloat16 Scalar::to<BFloat16>() const {
+  return BFloat16(float(to_double()));
+}
 
 }  // namespace ember

@@ -19,7 +19,9 @@ class SmallVec {
   explicit SmallVec(size_t n, T v = T()) { resize(n, v); }
   SmallVec(std::initializer_list<T> il) { assign(il.begin(), il.end()); }
   template <typename It, typename = decltype(*std::declval<It>())>
-  SmallVec(It b, It e) { assign(b, e); }
+  SmallVec(It b, It e) {
+    assign(b, e);
+  }
   SmallVec(const SmallVec& o) { assign(o.begin(), o.end()); }
   SmallVec(SmallVec&& o) noexcept { steal(o); }
   SmallVec& operator=(const SmallVec& o) {

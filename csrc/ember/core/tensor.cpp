@@ -29,8 +29,8 @@ const char* dtype_name(DType t) {
 }
 
 std::string legacy_type_name(DType t) {
-  static const char* names[] = {"BoolTensor", "ByteTensor",  "CharTensor",     "ShortTensor",
-                                "IntTensor",  "LongTensor",  "HalfTensor",     "BFloat16Tensor",
+  static const char* names[] = {"BoolTensor",  "ByteTensor",  "CharTensor", "ShortTensor",
+                                "IntTensor",   "LongTensor",  "HalfTensor", "BFloat16Tensor",
                                 "FloatTensor", "DoubleTensor"};
   return std::string("ember.") + names[int(t)];
 }
@@ -40,10 +40,9 @@ DType g_default_dtype = DType::Float32;
 }
 DType default_dtype() { return g_default_dtype; }
 void set_default_dtype(DType t) {
-  EMBER_CHECK_TYPE(t == DType::Float32 || t == DType::Float64 || t == DType::Float16 ||
-                       t == DType::BFloat16,
-                   "only floating-point types are supported as the default type, got ",
-                   dtype_name(t));
+  EMBER_CHECK_TYPE(
+      t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16,
+      "only floating-point types are supported as the default type, got ", dtype_name(t));
   g_default_dtype = t;
 }
 
@@ -55,7 +54,8 @@ DType promote_types(DType a, DType b) {
   if (fa && !fb) return a;
   if (fb && !fa) return b;
   if (fa && fb) {
-    if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
+    if ((a == DType::Float16 && b == DType::BFloat16) ||
+        (a == DType::BFloat16 && b == DType::Float16))
       return DType::Float32;
     return a > b ? a : b;  // enum order is by width among floats
   }
@@ -193,10 +193,12 @@ Tensor empty(const Shape& sizes, DType dtype, Device device) {
 // Checks that every element a view can address lies inside its storage.
 static void check_view_bounds(const Storage& st, DType dtype, const Shape& sizes,
                               const Shape& strides, int64_t offset, int64_t numel) {
-  EMBER_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape: ",
-              sizes.size(), " sizes vs ", strides.size(), " strides");
+  EMBER_CHECK(sizes.size() == strides.size(),
+              "mismatch in length of strides and shape: ", sizes.size(), " sizes vs ",
+              strides.size(), " strides");
   EMBER_CHECK(offset >= 0, "Tensor: negative storage offset ", offset);
-  for (int64_t s : strides) EMBER_CHECK(s >= 0, "as_strided: negative strides are not supported, got ", shape_str(strides));
+  for (int64_t s : strides)
+    EMBER_CHECK(s >= 0, "as_strided: negative strides are not supported, got ", shape_str(strides));
   if (numel == 0) return;
   int64_t last = offset;
   for (size_t i = 0; i < sizes.size(); ++i)
@@ -211,7 +213,8 @@ static void check_view_bounds(const Storage& st, DType dtype, const Shape& sizes
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
   int64_t n = checked_numel(sizes);
   check_view_bounds(base.storage(), base.dtype(), sizes, strides, offset, n);
-  auto impl = new_impl(base.storage(), base.dtype(), std::move(sizes), std::move(strides), offset, n);
+  auto impl =
+      new_impl(base.storage(), base.dtype(), std::move(sizes), std::move(strides), offset, n);
   impl->version = base.impl()->version;  // views share the version counter
   return Tensor(std::move(impl));
 }

@@ -16,9 +16,9 @@ namespace ember {
 /// The version counter of Note [Version counter].
 struct VersionCounter {
   uint32_t value = 0;
-  bool watched = false;          // an autograd node saved a tensor on this counter
+  bool watched = false;           // an autograd node saved a tensor on this counter
   const char* last_op = nullptr;  // the last in-place op, recorded while watched
-  std::string last_where;        // its Python source location, recorded while watched
+  std::string last_where;         // its Python source location, recorded while watched
   VersionCounter& operator=(uint32_t v) {
     value = v;
     return *this;
@@ -64,7 +64,7 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   int64_t numel = 1;
   DType dtype = DType::Float32;
-  bool requires_grad = false;  // leaf flag; autograd refines it
+  bool requires_grad = false;   // leaf flag; autograd refines it
   bool wrapped_number = false;  // a Python scalar turned tensor: weaker in type promotion
   bool inference = false;       // made under inference_mode: can never require grad
   // Note [Python object identity]: the Python object currently wrapping this
@@ -108,7 +108,10 @@ class Tensor {
                                      uint64_t(impl_->offset) * uint64_t(element_size()));
     return base + impl_->offset * element_size();
   }
-  template <typename T> T* data() const { return reinterpret_cast<T*>(data_ptr()); }
+  template <typename T>
+  T* data() const {
+    return reinterpret_cast<T*>(data_ptr());
+  }
   bool is_contiguous() const;
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 

@@ -9,7 +9,10 @@
 
 namespace ember {
 
-template <typename T> struct TypeTag { using type = T; };
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
 
 /// Calls f(TypeTag<T>{}) with the C++ type T of `dtype`, for every dtype.
 template <typename F>
@@ -29,11 +32,16 @@ decltype(auto) dispatch_all(DType dtype, const char* op, F&& f) {
 template <typename F>
 decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
   switch (dtype) {
-    case DType::Float16: return f(TypeTag<Half>{});
-    case DType::BFloat16: return f(TypeTag<BFloat16>{});
-    case DType::Float32: return f(TypeTag<float>{});
-    case DType::Float64: return f(TypeTag<double>{});
-    default: EMBER_ERROR('"', op, "\" not implemented for '", dtype_name(dtype), "'");
+    case DType::Float16:
+      return f(TypeTag<Half>{});
+    case DType::BFloat16:
+      return f(TypeTag<BFloat16>{});
+    case DType::Float32:
+      return f(TypeTag<float>{});
+    case DType::Float64:
+      return f(TypeTag<double>{});
+    default:
+      EMBER_ERROR('"', op, "\" not implemented for '", dtype_name(dtype), "'");
   }
 }
 

@@ -10,16 +10,30 @@
 
 namespace ember {
 
-template <typename T> struct OpMath { using type = T; };
-template <> struct OpMath<Half> { using type = float; };
-template <> struct OpMath<BFloat16> { using type = float; };
-template <typename T> using opmath_t = typename OpMath<T>::type;
+template <typename T>
+struct OpMath {
+  using type = T;
+};
+template <>
+struct OpMath<Half> {
+  using type = float;
+};
+template <>
+struct OpMath<BFloat16> {
+  using type = float;
+};
+template <typename T>
+using opmath_t = typename OpMath<T>::type;
 
 namespace fn {
 #define EMBER_F EMBER_HOST_DEVICE inline
 
-template <typename T> EMBER_F bool is_nan(T x) {
-  if constexpr (std::is_floating_point<T>::value) return x != x; else return false;
+template <typename T>
+EMBER_F bool is_nan(T x) {
+  if constexpr (std::is_floating_point<T>::value)
+    return x != x;
+  else
+    return false;
 }
 
 // Note [Integer overflow wraps]
@@ -27,38 +41,74 @@ template <typename T> EMBER_F bool is_nan(T x) {
 // without C++'s undefined behaviour: it is done in the unsigned type (at least
 // `unsigned`, so that uint16 * uint16 does not overflow a promoted int).
 template <typename T>
-using wrap_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-template <typename T> constexpr bool kWraps = std::is_integral<T>::value && !std::is_same<T, bool>::value;
-template <typename T> EMBER_F T wrap_add(T a, T b) {
-  if constexpr (kWraps<T>) return T(wrap_t<T>(a) + wrap_t<T>(b)); else return a + b;
+using wrap_t =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+template <typename T>
+constexpr bool kWraps = std::is_integral<T>::value && !std::is_same<T, bool>::value;
+template <typename T>
+EMBER_F T wrap_add(T a, T b) {
+  if constexpr (kWraps<T>)
+    return T(wrap_t<T>(a) + wrap_t<T>(b));
+  else
+    return a + b;
 }
-template <typename T> EMBER_F T wrap_sub(T a, T b) {
-  if constexpr (kWraps<T>) return T(wrap_t<T>(a) - wrap_t<T>(b)); else return a - b;
+template <typename T>
+EMBER_F T wrap_sub(T a, T b) {
+  if constexpr (kWraps<T>)
+    return T(wrap_t<T>(a) - wrap_t<T>(b));
+  else
+    return a - b;
 }
-template <typename T> EMBER_F T wrap_mul(T a, T b) {
-  if constexpr (kWraps<T>) return T(wrap_t<T>(a) * wrap_t<T>(b)); else return a * b;
+template <typename T>
+EMBER_F T wrap_mul(T a, T b) {
+  if constexpr (kWraps<T>)
+    return T(wrap_t<T>(a) * wrap_t<T>(b));
+  else
+    return a * b;
 }
-template <typename T> EMBER_F T wrap_neg(T a) {
-  if constexpr (kWraps<T>) return T(wrap_t<T>(0) - wrap_t<T>(a)); else return -a;
+template <typename T>
+EMBER_F T wrap_neg(T a) {
+  if constexpr (kWraps<T>)
+    return T(wrap_t<T>(0) - wrap_t<T>(a));
+  else
+    return -a;
 }
 
 // ---- unary ----------------------------------------------------------------
-struct Neg { template <typename T> EMBER_F T operator()(T x) const { return wrap_neg(x); } };
+struct Neg {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    return wrap_neg(x);
+  }
+};
 struct Abs {
-  template <typename T> EMBER_F T operator()(T x) const {
-    if constexpr (std::is_same<T, bool>::value || std::is_unsigned<T>::value) return x;
-    else return x < T(0) ? wrap_neg(x) : x;  // abs(INT_MIN) wraps to INT_MIN
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    if constexpr (std::is_same<T, bool>::value || std::is_unsigned<T>::value)
+      return x;
+    else
+      return x < T(0) ? wrap_neg(x) : x;  // abs(INT_MIN) wraps to INT_MIN
   }
 };
 struct Sign {
-  template <typename T> EMBER_F T operator()(T x) const {
-    if constexpr (std::is_same<T, bool>::value) return x;
-    else if constexpr (std::is_floating_point<T>::value) return is_nan(x) ? x : T((T(0) < x) - (x < T(0)));
-    else return T((T(0) < x) - (x < T(0)));
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    if constexpr (std::is_same<T, bool>::value)
+      return x;
+    else if constexpr (std::is_floating_point<T>::value)
+      return is_nan(x) ? x : T((T(0) < x) - (x < T(0)));
+    else
+      return T((T(0) < x) - (x < T(0)));
   }
 };
 #define EMBER_FLOAT_UNARY(Name, expr) \
-  struct Name { template <typename T> EMBER_F T operator()(T x) const { using std::expr; return expr(x); } };
+  struct Name {                       \
+    template <typename T>             \
+    EMBER_F T operator()(T x) const { \
+      using std::expr;                \
+      return expr(x);                 \
+    }                                 \
+  };
 EMBER_FLOAT_UNARY(Exp, exp)
 EMBER_FLOAT_UNARY(Log, log)
 EMBER_FLOAT_UNARY(Log1p, log1p)
@@ -78,12 +128,25 @@ EMBER_FLOAT_UNARY(Tanh, tanh)
 EMBER_FLOAT_UNARY(Erf, erf)
 EMBER_FLOAT_UNARY(Exp2, exp2)
 #undef EMBER_FLOAT_UNARY
-struct Erfc { template <typename T> EMBER_F T operator()(T x) const { using std::erfc; return erfc(x); } };
-struct Lgamma { template <typename T> EMBER_F T operator()(T x) const { using std::lgamma; return lgamma(x); } };
+struct Erfc {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    using std::erfc;
+    return erfc(x);
+  }
+};
+struct Lgamma {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    using std::lgamma;
+    return lgamma(x);
+  }
+};
 // digamma as PyTorch's calc_digamma (Cephes): reflection for x < 0, recurrence up
 // to 10, then the asymptotic series.
 struct Digamma {
-  template <typename T> EMBER_F T operator()(T xt) const {
+  template <typename T>
+  EMBER_F T operator()(T xt) const {
     double x = double(xt);
     const double kPi = 3.14159265358979323846;
     if (x == 0) return T(std::copysign(INFINITY, -x));
@@ -99,8 +162,9 @@ struct Digamma {
       x += 1;
     }
     if (x == 10) return T(result + 2.25175258906672110764);
-    const double A[] = {8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
-                        -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+    const double A[] = {8.33333333333333333333E-2, -2.10927960927960927961E-2,
+                        7.57575757575757575758E-3, -4.16666666666666666667E-3,
+                        3.96825396825396825397E-3, -8.33333333333333333333E-3,
                         8.33333333333333333333E-2};
     double y = 0;
     if (x < 1.0e17) {
@@ -113,7 +177,8 @@ struct Digamma {
 };
 // erfinv: a rational first guess refined by two Newton steps (PyTorch's calc_erfinv).
 struct Erfinv {
-  template <typename T> EMBER_F T operator()(T yt) const {
+  template <typename T>
+  EMBER_F T operator()(T yt) const {
     double y = double(yt), ya = std::fabs(y);
     if (ya > 1) return T(NAN);
     if (ya == 1) return T(std::copysign(INFINITY, y));
@@ -164,55 +229,143 @@ EMBER_F double bessel_i(double x) {
   double r = std::exp(ax) / std::sqrt(2.0 * 3.14159265358979323846 * ax) * sum;
   return (Nu == 1 && x < 0) ? -r : r;
 }
-struct I0 { template <typename T> EMBER_F T operator()(T x) const { return T(bessel_i<0>(double(x))); } };
-struct SpecialI1 { template <typename T> EMBER_F T operator()(T x) const { return T(bessel_i<1>(double(x))); } };
-struct Rsqrt { template <typename T> EMBER_F T operator()(T x) const { return T(1) / std::sqrt(x); } };
-struct Reciprocal { template <typename T> EMBER_F T operator()(T x) const { return T(1) / x; } };
-struct Sigmoid { template <typename T> EMBER_F T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
-struct Relu {
-  template <typename T> EMBER_F T operator()(T x) const {
-    if constexpr (std::is_floating_point<T>::value) return is_nan(x) ? x : (x > T(0) ? x : T(0));
-    else return x > T(0) ? x : T(0);
+struct I0 {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    return T(bessel_i<0>(double(x)));
   }
 };
-struct Square { template <typename T> EMBER_F T operator()(T x) const { return wrap_mul(x, x); } };
+struct SpecialI1 {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    return T(bessel_i<1>(double(x)));
+  }
+};
+struct Rsqrt {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    return T(1) / std::sqrt(x);
+  }
+};
+struct Reciprocal {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    return T(1) / x;
+  }
+};
+struct Sigmoid {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+};
+struct Relu {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    if constexpr (std::is_floating_point<T>::value)
+      return is_nan(x) ? x : (x > T(0) ? x : T(0));
+    else
+      return x > T(0) ? x : T(0);
+  }
+};
+struct Square {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    return wrap_mul(x, x);
+  }
+};
 // Rounding keeps integers as they are.
-#define EMBER_ROUNDING(Name, f) \
-  struct Name { template <typename T> EMBER_F T operator()(T x) const { \
-    if constexpr (std::is_floating_point<T>::value) return std::f(x); else return x; } };
+#define EMBER_ROUNDING(Name, f)                       \
+  struct Name {                                       \
+    template <typename T>                             \
+    EMBER_F T operator()(T x) const {                 \
+      if constexpr (std::is_floating_point<T>::value) \
+        return std::f(x);                             \
+      else                                            \
+        return x;                                     \
+    }                                                 \
+  };
 EMBER_ROUNDING(Floor, floor)
 EMBER_ROUNDING(Ceil, ceil)
 EMBER_ROUNDING(Trunc, trunc)
 EMBER_ROUNDING(Round, nearbyint)  // round half to even, as PyTorch
 #undef EMBER_ROUNDING
-struct Frac { template <typename T> EMBER_F T operator()(T x) const { return x - std::trunc(x); } };
+struct Frac {
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    return x - std::trunc(x);
+  }
+};
 struct BitwiseNot {
-  template <typename T> EMBER_F T operator()(T x) const {
-    if constexpr (std::is_same<T, bool>::value) return !x; else return T(~x);
+  template <typename T>
+  EMBER_F T operator()(T x) const {
+    if constexpr (std::is_same<T, bool>::value)
+      return !x;
+    else
+      return T(~x);
   }
 };
 
 // ---- predicates (-> bool) -----------------------------------------------------
-struct IsNan { template <typename T> EMBER_F bool operator()(T x) const { return is_nan(x); } };
+struct IsNan {
+  template <typename T>
+  EMBER_F bool operator()(T x) const {
+    return is_nan(x);
+  }
+};
 struct IsInf {
-  template <typename T> EMBER_F bool operator()(T x) const {
-    if constexpr (std::is_floating_point<T>::value) return std::isinf(x); else return false;
+  template <typename T>
+  EMBER_F bool operator()(T x) const {
+    if constexpr (std::is_floating_point<T>::value)
+      return std::isinf(x);
+    else
+      return false;
   }
 };
 struct IsFinite {
-  template <typename T> EMBER_F bool operator()(T x) const {
-    if constexpr (std::is_floating_point<T>::value) return std::isfinite(x); else return true;
+  template <typename T>
+  EMBER_F bool operator()(T x) const {
+    if constexpr (std::is_floating_point<T>::value)
+      return std::isfinite(x);
+    else
+      return true;
   }
 };
-struct LogicalNot { template <typename T> EMBER_F bool operator()(T x) const { return !bool(x); } };
+struct LogicalNot {
+  template <typename T>
+  EMBER_F bool operator()(T x) const {
+    return !bool(x);
+  }
+};
 
 // ---- binary ---------------------------------------------------------------
-struct Add { template <typename T> EMBER_F T operator()(T a, T b) const { return wrap_add(a, b); } };
-struct Sub { template <typename T> EMBER_F T operator()(T a, T b) const { return wrap_sub(a, b); } };
-struct Mul { template <typename T> EMBER_F T operator()(T a, T b) const { return wrap_mul(a, b); } };
-struct Div { template <typename T> EMBER_F T operator()(T a, T b) const { return a / b; } };
+struct Add {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
+    return wrap_add(a, b);
+  }
+};
+struct Sub {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
+    return wrap_sub(a, b);
+  }
+};
+struct Mul {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
+    return wrap_mul(a, b);
+  }
+};
+struct Div {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
+    return a / b;
+  }
+};
 struct FloorDivide {
-  template <typename T> EMBER_F T operator()(T a, T b) const {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
     if constexpr (std::is_floating_point<T>::value) {
       if (b == T(0)) return a / b;
       T m = std::fmod(a, b);
@@ -225,7 +378,8 @@ struct FloorDivide {
       // b == 0 is rejected by the front-end; b == -1 avoids the INT_MIN / -1 trap
       // (INT_MIN // -1 wraps to INT_MIN, as PyTorch).
       if (b == 0) return 0;
-      if constexpr (std::is_signed<T>::value) if (b == T(-1)) return wrap_neg(a);
+      if constexpr (std::is_signed<T>::value)
+        if (b == T(-1)) return wrap_neg(a);
       T q = a / b;
       if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
       return q;
@@ -233,14 +387,16 @@ struct FloorDivide {
   }
 };
 struct Remainder {  // Python's %: the result has the sign of the divisor
-  template <typename T> EMBER_F T operator()(T a, T b) const {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
     if constexpr (std::is_floating_point<T>::value) {
       T m = std::fmod(a, b);
       if (m != T(0) && ((b < T(0)) != (m < T(0)))) m += b;
       return m;
     } else {
       if (b == 0) return 0;
-      if constexpr (std::is_signed<T>::value) if (b == T(-1)) return 0;
+      if constexpr (std::is_signed<T>::value)
+        if (b == T(-1)) return 0;
       T m = a % b;
       if (m != 0 && ((b < 0) != (m < 0))) m += b;
       return m;
@@ -248,18 +404,21 @@ struct Remainder {  // Python's %: the result has the sign of the divisor
   }
 };
 struct Fmod {  // C's fmod: the result has the sign of the dividend
-  template <typename T> EMBER_F T operator()(T a, T b) const {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
     if constexpr (std::is_floating_point<T>::value) {
       return std::fmod(a, b);
     } else {
       if (b == 0) return 0;
-      if constexpr (std::is_signed<T>::value) if (b == T(-1)) return 0;
+      if constexpr (std::is_signed<T>::value)
+        if (b == T(-1)) return 0;
       return T(a % b);
     }
   }
 };
 struct Pow {
-  template <typename T> EMBER_F T operator()(T a, T b) const {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
     if constexpr (std::is_floating_point<T>::value) {
       return std::pow(a, b);
     } else {  // integer power by squaring; negative exponents as PyTorch
@@ -279,33 +438,100 @@ struct Pow {
     }
   }
 };
-struct Atan2 { template <typename T> EMBER_F T operator()(T a, T b) const { return std::atan2(a, b); } };
+struct Atan2 {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
+    return std::atan2(a, b);
+  }
+};
 struct Maximum {
-  template <typename T> EMBER_F T operator()(T a, T b) const {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
     if (is_nan(a) || is_nan(b)) return is_nan(a) ? a : b;
     return a > b ? a : b;
   }
 };
 struct Minimum {
-  template <typename T> EMBER_F T operator()(T a, T b) const {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
     if (is_nan(a) || is_nan(b)) return is_nan(a) ? a : b;
     return a < b ? a : b;
   }
 };
-struct BitwiseAnd { template <typename T> EMBER_F T operator()(T a, T b) const { return T(a & b); } };
-struct BitwiseOr { template <typename T> EMBER_F T operator()(T a, T b) const { return T(a | b); } };
-struct BitwiseXor { template <typename T> EMBER_F T operator()(T a, T b) const { return T(a ^ b); } };
+struct BitwiseAnd {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
+    return T(a & b);
+  }
+};
+struct BitwiseOr {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
+    return T(a | b);
+  }
+};
+struct BitwiseXor {
+  template <typename T>
+  EMBER_F T operator()(T a, T b) const {
+    return T(a ^ b);
+  }
+};
 
 // ---- comparisons and logical ops (-> bool) -------------------------------------
-struct Eq { template <typename T> EMBER_F bool operator()(T a, T b) const { return a == b; } };
-struct Ne { template <typename T> EMBER_F bool operator()(T a, T b) const { return a != b; } };
-struct Lt { template <typename T> EMBER_F bool operator()(T a, T b) const { return a < b; } };
-struct Le { template <typename T> EMBER_F bool operator()(T a, T b) const { return a <= b; } };
-struct Gt { template <typename T> EMBER_F bool operator()(T a, T b) const { return a > b; } };
-struct Ge { template <typename T> EMBER_F bool operator()(T a, T b) const { return a >= b; } };
-struct LogicalAnd { template <typename T> EMBER_F bool operator()(T a, T b) const { return bool(a) && bool(b); } };
-struct LogicalOr { template <typename T> EMBER_F bool operator()(T a, T b) const { return bool(a) || bool(b); } };
-struct LogicalXor { template <typename T> EMBER_F bool operator()(T a, T b) const { return bool(a) != bool(b); } };
+struct Eq {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct Ne {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+struct Lt {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct Le {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct Ge {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+struct LogicalAnd {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return bool(a) && bool(b);
+  }
+};
+struct LogicalOr {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return bool(a) || bool(b);
+  }
+};
+struct LogicalXor {
+  template <typename T>
+  EMBER_F bool operator()(T a, T b) const {
+    return bool(a) != bool(b);
+  }
+};
 
 #undef EMBER_F
 }  // namespace fn

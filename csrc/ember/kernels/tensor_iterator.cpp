@@ -94,7 +94,8 @@ void TensorIterator::reorder_and_coalesce() {
     return false;
   };
   for (int64_t i = 1; i < nd; ++i)
-    for (int64_t j = i; j > 0 && should_swap(perm[j - 1], perm[j]); --j) std::swap(perm[j - 1], perm[j]);
+    for (int64_t j = i; j > 0 && should_swap(perm[j - 1], perm[j]); --j)
+      std::swap(perm[j - 1], perm[j]);
   bool identity = true;
   for (int64_t d = 0; d < nd; ++d) identity &= perm[d] == d;
   if (!identity) {
@@ -135,7 +136,8 @@ void TensorIterator::reorder_and_coalesce() {
 bool TensorIterator::is_contiguous() const {
   if (shape_.size() > 1) return false;
   for (int t = 0; t < ntensors_; ++t)
-    if (!shape_.empty() && shape_[0] > 1 && strides_[t][0] != operands_[t].element_size()) return false;
+    if (!shape_.empty() && shape_[0] > 1 && strides_[t][0] != operands_[t].element_size())
+      return false;
   return true;
 }
 

@@ -83,7 +83,8 @@ DType unary_compute_dtype(UnaryOp op, DType in) {
       EMBER_CHECK(is_floating(in), '"', name, "\" not implemented for '", dtype_name(in), "'");
       return in;
     case Kind::BITS:
-      EMBER_CHECK(!is_floating(in), "bitwise_not: only integral and boolean dtypes are supported, got ",
+      EMBER_CHECK(!is_floating(in),
+                  "bitwise_not: only integral and boolean dtypes are supported, got ",
                   dtype_name(in));
       return in;
     case Kind::ROUND:
@@ -162,8 +163,10 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
   if (a.device().type == b.device().type) return;
   if (b.impl()->wrapped_number || (b.dim() == 0 && b.device().is_cpu())) return;
   if (a.impl()->wrapped_number || (a.dim() == 0 && a.device().is_cpu())) return;
-  EMBER_ERROR(op, ": Expected all tensors to be on the same device, but found at least two "
-                  "devices, ", a.device().str(), " and ", b.device().str(), "!");
+  EMBER_ERROR(op,
+              ": Expected all tensors to be on the same device, but found at least two "
+              "devices, ",
+              a.device().str(), " and ", b.device().str(), "!");
 }
 
 DType result_type(const Tensor& a, const Tensor& b) {
@@ -203,8 +206,10 @@ static Tensor run_unary(UnaryOp op, const Tensor& a, const Tensor* out_opt) {
   TensorIterator it({out, in}, 1, a.sizes());
   unary_stubs[int(op)].get(a.device())(it);
   if (out_opt) {
-    if (!direct) copy_(*out_opt, out);
-    else out_opt->bump_version(out_opt->is_same(a) ? inplace_name(op) : op_name(op));
+    if (!direct)
+      copy_(*out_opt, out);
+    else
+      out_opt->bump_version(out_opt->is_same(a) ? inplace_name(op) : op_name(op));
     return *out_opt;
   }
   return out;
@@ -231,7 +236,7 @@ Tensor& unary_out(UnaryOp op, const Tensor& a, const Tensor& out) {
 Tensor& unary_(UnaryOp op, const Tensor& a) {
   if (inplace_records(a, nullptr)) {
     autograd::inplace_with_grad(a, inplace_name(op), autograd::unary_needs_input(op),
-                      [op](const Tensor& s) { return unary(op, s); });
+                                [op](const Tensor& s) { return unary(op, s); });
     return const_cast<Tensor&>(a);
   }
   return unary_out(op, a, a);
@@ -243,8 +248,8 @@ static void binary_checks(BinaryOp op, const Tensor& a, const Tensor& b, DType c
   const char* name = op_name(op);
   Kind k = op_kind(op);
   if (k == Kind::BITS)
-    EMBER_CHECK(!is_floating(common), '"', name, "_cpu\" not implemented for '",
-                dtype_name(common), "' (bitwise ops take integer or bool tensors)");
+    EMBER_CHECK(!is_floating(common), '"', name, "_cpu\" not implemented for '", dtype_name(common),
+                "' (bitwise ops take integer or bool tensors)");
   if (op == BinaryOp::sub) {
     EMBER_CHECK(!(a.dtype() == DType::Bool && b.dtype() == DType::Bool),
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
@@ -282,7 +287,8 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   binary_checks(op, a, b, common);
   Kind k = op_kind(op);
   DType compute = common;
-  if ((k == Kind::TRUEDIV || k == Kind::FLOATING) && !is_floating(common)) compute = default_dtype();
+  if ((k == Kind::TRUEDIV || k == Kind::FLOATING) && !is_floating(common))
+    compute = default_dtype();
   DType out_dt = (k == Kind::COMPARE || k == Kind::LOGICAL) ? DType::Bool : compute;
   Device dev = a.impl()->wrapped_number ? b.device() : a.device();
   if (b.dim() == 0 && !a.device().is_cpu()) dev = a.device();
@@ -308,8 +314,10 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   TensorIterator it({out, ca, cb}, 1, shape);
   binary_stubs[int(op)].get(dev)(it);
   if (out_opt) {
-    if (!direct) copy_(*out_opt, out);
-    else out_opt->bump_version(out_opt->is_same(a) ? inplace_name(op) : op_name(op));
+    if (!direct)
+      copy_(*out_opt, out);
+    else
+      out_opt->bump_version(out_opt->is_same(a) ? inplace_name(op) : op_name(op));
     return *out_opt;
   }
   return out;
@@ -332,7 +340,7 @@ Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
 Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (inplace_records(a, &b)) {
     autograd::inplace_with_grad(a, inplace_name(op), autograd::binary_needs_self(op),
-                      [op, &b](const Tensor& s) { return binary(op, s, b); });
+                                [op, &b](const Tensor& s) { return binary(op, s, b); });
     return const_cast<Tensor&>(a);
   }
   return binary_out(op, a, b, a);
@@ -351,7 +359,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 
 Tensor div_rounding(const Tensor& a, const Tensor& b, const std::string& mode) {
   EMBER_CHECK(mode == "trunc" || mode == "floor",
-              "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode, "'");
+              "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode,
+              "'");
   if (mode == "floor") return binary(BinaryOp::floor_divide, a, b);
   if (is_floating(result_type(a, b))) return unary(UnaryOp::trunc, binary(BinaryOp::div, a, b));
   // Integers: a - fmod(a, b) is an exact multiple of b, so flooring it truncates.
@@ -386,7 +395,8 @@ Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optio
   EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
   // Bounds promote (a bool tensor clamped by ints is int64), as PyTorch; a bool
   // result is allowed only with tensor bounds.
-  const bool scalar_bound = (min && min->impl()->wrapped_number) || (max && max->impl()->wrapped_number);
+  const bool scalar_bound =
+      (min && min->impl()->wrapped_number) || (max && max->impl()->wrapped_number);
   DType rt = min ? result_type(a, *min) : a.dtype();
   if (max) rt = promote_types(rt, result_type(a, *max));
   EMBER_CHECK(!(rt == DType::Bool && scalar_bound), "\"clamp\" not implemented for 'bool'");
@@ -400,7 +410,9 @@ Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optio
     // d/dx clamp(x, lo, hi) = 1 where lo <= x <= hi (inclusive), as PyTorch; the
     // bounds get the gradient where they clamp.
     auto node = autograd::record(
-        (min && !min->impl()->wrapped_number) || (max && !max->impl()->wrapped_number) ? "ClampBackward0" : "ClampBackward1",
+        (min && !min->impl()->wrapped_number) || (max && !max->impl()->wrapped_number)
+            ? "ClampBackward0"
+            : "ClampBackward1",
         {&a, min ? &*min : nullptr, max ? &*max : nullptr}, r,
         [](autograd::LambdaNode& n, autograd::variable_list&& gs) -> autograd::variable_list {
           Tensor g = gs[0], x = n.unpack(0), lo = n.unpack(1), hi = n.unpack(2);
@@ -408,7 +420,8 @@ Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optio
           if (lo.defined()) keep = binary(BinaryOp::logical_and, keep, binary(BinaryOp::ge, x, lo));
           if (hi.defined()) keep = binary(BinaryOp::logical_and, keep, binary(BinaryOp::le, x, hi));
           Tensor z = zeros(Shape{}, g.dtype(), g.device());
-          Tensor gx = autograd::cast_grad(autograd::sum_to_size(where(keep, g, z), n.shape_a), n.dtype_a);
+          Tensor gx =
+              autograd::cast_grad(autograd::sum_to_size(where(keep, g, z), n.shape_a), n.dtype_a);
           Tensor glo, ghi;
           if (lo.defined() && n.should_compute_output(1))
             glo = autograd::sum_to_size(where(binary(BinaryOp::lt, x, lo), g, z), lo.sizes());
@@ -444,16 +457,21 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
     // One node as PyTorch's: LerpBackward0 for a number weight, LerpBackward1 for a tensor.
     using autograd::LambdaNode;
     auto node = autograd::record(
-        weight.impl()->wrapped_number ? "LerpBackward0" : "LerpBackward1", {&start, &end, &weight}, r,
-        [](LambdaNode& n, autograd::variable_list&& gs) -> autograd::variable_list {
+        weight.impl()->wrapped_number ? "LerpBackward0" : "LerpBackward1", {&start, &end, &weight},
+        r, [](LambdaNode& n, autograd::variable_list&& gs) -> autograd::variable_list {
           Tensor g = gs[0], s0 = n.unpack(0), e0 = n.unpack(1), w0 = n.unpack(2);
           Tensor gs_, ge_, gw_;
           if (n.should_compute_output(0))
-            gs_ = autograd::sum_to_size(binary(BinaryOp::mul, g, binary(BinaryOp::sub, wrap_scalar(Scalar(1.0)), w0)), n.shape_a);
-          if (n.should_compute_output(1)) ge_ = autograd::sum_to_size(binary(BinaryOp::mul, g, w0), n.shape_b);
+            gs_ = autograd::sum_to_size(
+                binary(BinaryOp::mul, g, binary(BinaryOp::sub, wrap_scalar(Scalar(1.0)), w0)),
+                n.shape_a);
+          if (n.should_compute_output(1))
+            ge_ = autograd::sum_to_size(binary(BinaryOp::mul, g, w0), n.shape_b);
           if (n.should_compute_output(2))
-            gw_ = autograd::cast_grad(autograd::sum_to_size(binary(BinaryOp::mul, g, binary(BinaryOp::sub, e0, s0)), n.shape_c),
-                                      n.dtype_b);
+            gw_ = autograd::cast_grad(
+                autograd::sum_to_size(binary(BinaryOp::mul, g, binary(BinaryOp::sub, e0, s0)),
+                                      n.shape_c),
+                n.dtype_b);
           return {gs_, ge_, gw_};
         });
     node->shape_a = start.sizes();
@@ -469,32 +487,41 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
 
 double finfo_max(DType t) {
   switch (t) {
-    case DType::Float16: return 65504.0;
-    case DType::BFloat16: return 3.3895313892515355e38;
-    case DType::Float32: return 3.4028234663852886e38;
-    case DType::Float64: return 1.7976931348623157e308;
-    default: EMBER_ERROR("finfo: ", dtype_name(t), " is not a floating dtype");
+    case DType::Float16:
+      return 65504.0;
+    case DType::BFloat16:
+      return 3.3895313892515355e38;
+    case DType::Float32:
+      return 3.4028234663852886e38;
+    case DType::Float64:
+      return 1.7976931348623157e308;
+    default:
+      EMBER_ERROR("finfo: ", dtype_name(t), " is not a floating dtype");
   }
 }
 
-Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf,
+                  std::optional<double> neginf) {
   if (!is_floating(a.dtype())) return clone(a);
   autograd::RecordScope rs({&a});
   double big = finfo_max(a.dtype());
   Tensor r = where(unary(UnaryOp::isnan, a), wrap_scalar(Scalar(nan)), a);
   Tensor inf = unary(UnaryOp::isinf, r);
-  Tensor pos = binary(BinaryOp::logical_and, inf, binary(BinaryOp::gt, r, wrap_scalar(Scalar(0.0))));
-  Tensor neg = binary(BinaryOp::logical_and, inf, binary(BinaryOp::lt, r, wrap_scalar(Scalar(0.0))));
+  Tensor pos =
+      binary(BinaryOp::logical_and, inf, binary(BinaryOp::gt, r, wrap_scalar(Scalar(0.0))));
+  Tensor neg =
+      binary(BinaryOp::logical_and, inf, binary(BinaryOp::lt, r, wrap_scalar(Scalar(0.0))));
   r = where(pos, wrap_scalar(Scalar(posinf.value_or(big))), r);
   r = where(neg, wrap_scalar(Scalar(neginf.value_or(-big))), r);
   rs.done();
   if (rs.rec) {
     // The gradient passes where the input was finite (NanToNumBackward0, as PyTorch).
-    auto node = autograd::record("NanToNumBackward0", {&a}, r,
-                                 [](autograd::LambdaNode& n, autograd::variable_list&& gs) -> autograd::variable_list {
-                                   Tensor x = n.unpack(0);
-                                   return {where(unary(UnaryOp::isfinite, x), gs[0], wrap_scalar(Scalar(0.0)))};
-                                 });
+    auto node = autograd::record(
+        "NanToNumBackward0", {&a}, r,
+        [](autograd::LambdaNode& n, autograd::variable_list&& gs) -> autograd::variable_list {
+          Tensor x = n.unpack(0);
+          return {where(unary(UnaryOp::isfinite, x), gs[0], wrap_scalar(Scalar(0.0)))};
+        });
     node->saved.emplace_back(a, false);
   }
   return r;
@@ -502,12 +529,15 @@ Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf, std
 
 Tensor round_decimals(const Tensor& a, int64_t decimals) {
   if (decimals == 0) return unary(UnaryOp::round, a);
-  EMBER_CHECK(is_floating(a.dtype()), "round(decimals=", decimals, ") is only implemented for "
-              "floating-point tensors, got ", dtype_name(a.dtype()));
+  EMBER_CHECK(is_floating(a.dtype()), "round(decimals=", decimals,
+              ") is only implemented for "
+              "floating-point tensors, got ",
+              dtype_name(a.dtype()));
   double ten = 1.0;
   for (int64_t i = 0; i < (decimals < 0 ? -decimals : decimals); ++i) ten *= 10.0;
   Tensor s = wrap_scalar(Scalar(ten));
-  if (decimals > 0) return binary(BinaryOp::div, unary(UnaryOp::round, binary(BinaryOp::mul, a, s)), s);
+  if (decimals > 0)
+    return binary(BinaryOp::div, unary(UnaryOp::round, binary(BinaryOp::mul, a, s)), s);
   return binary(BinaryOp::mul, unary(UnaryOp::round, binary(BinaryOp::div, a, s)), s);
 }
 
@@ -555,9 +585,12 @@ static Tensor convert_single(const Tensor& a, DType dtype) {
   Scalar v = dispatch_all(a.dtype(), "to", [&](auto tag) -> Scalar {
     using T = typename decltype(tag)::type;
     T x = *a.data<T>();
-    if constexpr (std::is_same<T, bool>::value) return Scalar(x);
-    else if constexpr (std::is_integral<T>::value) return Scalar(int64_t(x));
-    else return Scalar(double(x));
+    if constexpr (std::is_same<T, bool>::value)
+      return Scalar(x);
+    else if constexpr (std::is_integral<T>::value)
+      return Scalar(int64_t(x));
+    else
+      return Scalar(double(x));
   });
   Tensor out = scalar_tensor(v, dtype);
   if (a.dim() != 0) out = make_view(out, a.sizes(), a.strides(), 0);
@@ -627,8 +660,10 @@ void check_scalar_fits(Scalar v, DType dt, const char* op) {
   }
   if (!bad) return;
   if (v.is_floating())
-    EMBER_ERROR(op, ": value ", v.to_double(), " cannot be converted to type ", dtype_name(dt), " without overflow");
-  EMBER_ERROR(op, ": value ", v.to_int(), " cannot be converted to type ", dtype_name(dt), " without overflow");
+    EMBER_ERROR(op, ": value ", v.to_double(), " cannot be converted to type ", dtype_name(dt),
+                " without overflow");
+  EMBER_ERROR(op, ": value ", v.to_int(), " cannot be converted to type ", dtype_name(dt),
+              " without overflow");
 }
 
 const Tensor& fill_(const Tensor& a, Scalar v) {

@@ -40,7 +40,6 @@ namespace {
 
 bool is_mask(DType t) { return t == DType::Bool || t == DType::UInt8; }
 
-
 /// The value of a one-element integer tensor.
 int64_t item_int(const Tensor& t) {
   Tensor c = to_device(t, Device());
@@ -49,7 +48,6 @@ int64_t item_int(const Tensor& t) {
     return int64_t(*c.data<T>());
   });
 }
-
 
 // ---- advanced indexing ---------------------------------------------------------------
 

@@ -29,19 +29,44 @@ namespace ember {
 struct TensorIndex {
   enum class Kind { Int, Slice, None, Ellipsis, Bool, Tensor };
   Kind kind = Kind::None;
-  int64_t value = 0;  // Int; Bool (0/1)
+  int64_t value = 0;                   // Int; Bool (0/1)
   std::optional<int64_t> start, stop;  // Slice
-  int64_t step = 1;  // Slice
-  Tensor tensor;  // Tensor (int64/int32 indices or bool/uint8 mask, any shape)
+  int64_t step = 1;                    // Slice
+  Tensor tensor;                       // Tensor (int64/int32 indices or bool/uint8 mask, any shape)
 
-  static TensorIndex integer(int64_t i) { TensorIndex t; t.kind = Kind::Int; t.value = i; return t; }
-  static TensorIndex boolean(bool b) { TensorIndex t; t.kind = Kind::Bool; t.value = b; return t; }
-  static TensorIndex none() { return TensorIndex(); }
-  static TensorIndex ellipsis() { TensorIndex t; t.kind = Kind::Ellipsis; return t; }
-  static TensorIndex slice(std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
-    TensorIndex t; t.kind = Kind::Slice; t.start = start; t.stop = stop; t.step = step; return t;
+  static TensorIndex integer(int64_t i) {
+    TensorIndex t;
+    t.kind = Kind::Int;
+    t.value = i;
+    return t;
   }
-  static TensorIndex of(Tensor x) { TensorIndex t; t.kind = Kind::Tensor; t.tensor = std::move(x); return t; }
+  static TensorIndex boolean(bool b) {
+    TensorIndex t;
+    t.kind = Kind::Bool;
+    t.value = b;
+    return t;
+  }
+  static TensorIndex none() { return TensorIndex(); }
+  static TensorIndex ellipsis() {
+    TensorIndex t;
+    t.kind = Kind::Ellipsis;
+    return t;
+  }
+  static TensorIndex slice(std::optional<int64_t> start, std::optional<int64_t> stop,
+                           int64_t step) {
+    TensorIndex t;
+    t.kind = Kind::Slice;
+    t.start = start;
+    t.stop = stop;
+    t.step = step;
+    return t;
+  }
+  static TensorIndex of(Tensor x) {
+    TensorIndex t;
+    t.kind = Kind::Tensor;
+    t.tensor = std::move(x);
+    return t;
+  }
 };
 
 /// `self[indices]`: basic indexing (ints, slices, None, ...) gives a view;

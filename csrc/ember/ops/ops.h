@@ -42,7 +42,8 @@ Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optio
 /// start + weight * (end - start), in PyTorch's two-sided form for accuracy near weight = 1.
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
 /// NaN -> nan, +inf -> posinf (default: the dtype's max), -inf -> neginf (default: lowest).
-Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf, std::optional<double> neginf);
+Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf,
+                  std::optional<double> neginf);
 /// Round half to even; with decimals != 0, round(a * 10^d) / 10^d as PyTorch.
 Tensor round_decimals(const Tensor& a, int64_t decimals);
 /// Largest and lowest finite values of a floating dtype.

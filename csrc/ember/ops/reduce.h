@@ -68,8 +68,8 @@ std::pair<Tensor, Tensor> std_mean(const Tensor& a, const OptDims& dims = std::n
                                    double correction = 1, bool keepdim = false);
 
 /// Vector p-norm (torch.norm / linalg.vector_norm): p in {0, 1, 2, inf, -inf, any float}.
-Tensor norm(const Tensor& a, double p = 2, const OptDims& dims = std::nullopt,
-            bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+Tensor norm(const Tensor& a, double p = 2, const OptDims& dims = std::nullopt, bool keepdim = false,
+            std::optional<DType> dtype = std::nullopt);
 /// log(sum(exp(a))) over `dims`, shifted by the max so it never overflows.
 Tensor logsumexp(const Tensor& a, const OptDims& dims, bool keepdim = false);
 

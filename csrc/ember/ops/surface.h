@@ -143,8 +143,8 @@ Tensor quantile(const Tensor& a, const Tensor& q, std::optional<int64_t> dim, bo
 Tensor take_along_dim(const Tensor& a, const Tensor& indices, std::optional<int64_t> dim);
 /// histogram: (hist, bin_edges) with `bins` equal bins over `range` (data min/max when
 /// none) or the given edges; out-of-range values are dropped; density normalizes.
-std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>& bin_edges, int64_t bins,
-                                    std::optional<std::pair<double, double>> range,
+std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>& bin_edges,
+                                    int64_t bins, std::optional<std::pair<double, double>> range,
                                     const std::optional<Tensor>& weight, bool density);
 /// The matrix exponential (scaling and squaring over a Taylor series; differentiable).
 Tensor matrix_exp(const Tensor& a);

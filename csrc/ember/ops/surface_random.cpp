@@ -49,22 +49,27 @@ const Tensor& log_normal_(const Tensor& self, double mean, double std, const Gen
 }
 
 const Tensor& cauchy_(const Tensor& self, double median, double sigma, const Generator& gen) {
-  EMBER_CHECK(is_floating(self.dtype()), "cauchy_ expects a floating point tensor, but got ", dtype_name(self.dtype()));
+  EMBER_CHECK(is_floating(self.dtype()), "cauchy_ expects a floating point tensor, but got ",
+              dtype_name(self.dtype()));
   EMBER_CHECK(sigma > 0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
   autograd::GradModeGuard no_grad(false);
   Tensor u = uniform_like(self, gen);
-  Tensor c = binary(B::add, S(median),
-                    binary(B::mul, S(sigma), unary(U::tan, binary(B::mul, S(M_PI), binary(B::sub, u, S(0.5))))));
+  Tensor c = binary(
+      B::add, S(median),
+      binary(B::mul, S(sigma), unary(U::tan, binary(B::mul, S(M_PI), binary(B::sub, u, S(0.5))))));
   return write_fill(self, c, "cauchy_");
 }
 
 Tensor poisson(const Tensor& rates, const Generator& gen) {
-  EMBER_CHECK(is_floating(rates.dtype()), "\"poisson_cpu\" not implemented for '", dtype_name(rates.dtype()), "'");
+  EMBER_CHECK(is_floating(rates.dtype()), "\"poisson_cpu\" not implemented for '",
+              dtype_name(rates.dtype()), "'");
   autograd::GradModeGuard no_grad(false);
   Tensor lam = to_dtype(rates, DType::Float64);
   if (lam.numel()) {
-    Tensor bad = to_device(any(binary(B::logical_or, binary(B::lt, lam, S(0.0)), unary(U::isnan, lam))), Device());
-    EMBER_CHECK(!*reinterpret_cast<const bool*>(bad.data_ptr()), "invalid Poisson rate, expected rate to be non-negative");
+    Tensor bad = to_device(
+        any(binary(B::logical_or, binary(B::lt, lam, S(0.0)), unary(U::isnan, lam))), Device());
+    EMBER_CHECK(!*reinterpret_cast<const bool*>(bad.data_ptr()),
+                "invalid Poisson rate, expected rate to be non-negative");
   }
   // Inversion by sequential search, for all elements at once; rates above 500 are split
   // into Poisson(500) parts (a sum of Poissons is Poisson), so exp(-rate) never underflows.
@@ -76,7 +81,8 @@ Tensor poisson(const Tensor& rates, const Generator& gen) {
     Tensor l = clamp(left, std::nullopt, S(500.0));
     left = binary(B::sub, left, l);
     Tensor u = uniform_like(lam, gen);
-    Tensor p = unary(U::exp, unary(U::neg, l)), F = p, k = zeros(lam.sizes(), DType::Float64, lam.device());
+    Tensor p = unary(U::exp, unary(U::neg, l)), F = p,
+           k = zeros(lam.sizes(), DType::Float64, lam.device());
     for (int it = 0; it < 100000; ++it) {
       Tensor more = binary(B::gt, u, F);
       Tensor m = to_device(any(more), Device());

@@ -6,7 +6,6 @@
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"
-#include "ember/ops/factory.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/sort.h"
 #include "ember/ops/surface.h"
@@ -397,19 +396,23 @@ std::pair<Tensor, Tensor> nanmedian_dim(const Tensor& a, int64_t dim, bool keepd
 
 namespace ember {
 
-std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>& bin_edges, int64_t bins,
-                                    std::optional<std::pair<double, double>> range,
+std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>& bin_edges,
+                                    int64_t bins, std::optional<std::pair<double, double>> range,
                                     const std::optional<Tensor>& weight, bool density) {
-  EMBER_CHECK(is_floating(a.dtype()), "torch.histogram: input tensor and bins tensors should have the same dtype, "
-                                      "and be floating point (got ", dtype_name(a.dtype()), ")");
+  EMBER_CHECK(is_floating(a.dtype()),
+              "torch.histogram: input tensor and bins tensors should have the same dtype, "
+              "and be floating point (got ",
+              dtype_name(a.dtype()), ")");
   if (weight)
-    EMBER_CHECK(weight->sizes() == a.sizes(), "torch.histogram: if weight tensor is provided it should have the same "
-                                              "shape as the input tensor excluding its innermost dimension");
+    EMBER_CHECK(weight->sizes() == a.sizes(),
+                "torch.histogram: if weight tensor is provided it should have the same "
+                "shape as the input tensor excluding its innermost dimension");
   autograd::GradModeGuard no_grad(false);
   Tensor x = reshape(a, Shape{-1});
   Tensor edges;
   if (bin_edges) {
-    EMBER_CHECK(bin_edges->dim() == 1 && bin_edges->numel() >= 1, "torch.histogram: bins tensor should have one dimension");
+    EMBER_CHECK(bin_edges->dim() == 1 && bin_edges->numel() >= 1,
+                "torch.histogram: bins tensor should have one dimension");
     edges = to_dtype(*bin_edges, a.dtype());
   } else {
     EMBER_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for bins");
@@ -417,7 +420,8 @@ std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>
     if (range) {
       lo = range->first;
       hi = range->second;
-      EMBER_CHECK(lo <= hi, "torch.histogram: min should not exceed max, but got min ", lo, " max ", hi);
+      EMBER_CHECK(lo <= hi, "torch.histogram: min should not exceed max, but got min ", lo, " max ",
+                  hi);
     } else if (x.numel()) {
       lo = read_double(amin(x));
       hi = read_double(amax(x));
@@ -426,7 +430,8 @@ std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>
       lo -= 0.5;
       hi += 0.5;
     }
-    EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogram: range of [", lo, ", ", hi, "] is not finite");
+    EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogram: range of [", lo, ", ", hi,
+                "] is not finite");
     edges = linspace(lo, hi, bins + 1, a.dtype(), a.device());
   }
   int64_t nb = edges.numel() - 1;
@@ -434,9 +439,11 @@ std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>
   if (nb > 0 && x.numel()) {
     Tensor lo_e = select(edges, 0, 0), hi_e = select(edges, 0, nb);
     Tensor inside = bin(B::logical_and, bin(B::ge, x, lo_e), bin(B::le, x, hi_e));
-    Tensor pos = binary(B::sub, searchsorted(contiguous(edges), contiguous(x), false, true), wrap_scalar(Scalar(int64_t(1))));
+    Tensor pos = binary(B::sub, searchsorted(contiguous(edges), contiguous(x), false, true),
+                        wrap_scalar(Scalar(int64_t(1))));
     pos = clamp(pos, wrap_scalar(Scalar(int64_t(0))), wrap_scalar(Scalar(nb - 1)));
-    Tensor w = weight ? to_dtype(reshape(*weight, Shape{-1}), a.dtype()) : ones(x.sizes(), a.dtype(), a.device());
+    Tensor w = weight ? to_dtype(reshape(*weight, Shape{-1}), a.dtype())
+                      : ones(x.sizes(), a.dtype(), a.device());
     w = where(inside, w, zeros(Shape{}, a.dtype(), a.device()));
     hist = index_add(hist, 0, pos, w, Scalar(int64_t(1)));
   }
@@ -450,8 +457,10 @@ std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>
 Tensor matrix_exp(const Tensor& a) {
   EMBER_CHECK(a.dim() >= 2 && a.sizes()[a.dim() - 1] == a.sizes()[a.dim() - 2],
               "linalg.matrix_exp: A must be batches of square matrices, but they are ",
-              a.dim() >= 2 ? a.sizes()[a.dim() - 2] : 0, " by ", a.dim() >= 1 ? a.sizes().back() : 0, " matrices");
-  EMBER_CHECK(is_floating(a.dtype()), "linalg.matrix_exp: Expected a floating point tensor as input. Got ",
+              a.dim() >= 2 ? a.sizes()[a.dim() - 2] : 0, " by ",
+              a.dim() >= 1 ? a.sizes().back() : 0, " matrices");
+  EMBER_CHECK(is_floating(a.dtype()),
+              "linalg.matrix_exp: Expected a floating point tensor as input. Got ",
               dtype_name(a.dtype()));
   int64_t n = a.sizes().back();
   Tensor I = expand(eye(n, std::nullopt, a.dtype(), a.device()), a.sizes());

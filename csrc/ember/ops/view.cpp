@@ -24,7 +24,8 @@ Shape infer_size(const Shape& shape, int64_t numel) {
                 "' is invalid for input of size ", numel);
     out[infer] = numel / known;
   } else {
-    EMBER_CHECK(known == numel, "shape '", shape_str(shape), "' is invalid for input of size ", numel);
+    EMBER_CHECK(known == numel, "shape '", shape_str(shape), "' is invalid for input of size ",
+                numel);
   }
   return out;
 }
@@ -49,7 +50,8 @@ static std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& ol
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t td = int64_t(old_sizes.size()) - 1; td >= 0; --td) {
     tensor_numel *= old_sizes[td];
-    if (td == 0 || (old_sizes[td - 1] != 1 && old_strides[td - 1] != tensor_numel * chunk_base_stride)) {
+    if (td == 0 ||
+        (old_sizes[td - 1] != 1 && old_strides[td - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
         st[view_d] = view_numel * chunk_base_stride;
         view_numel *= shape[view_d];
@@ -70,13 +72,15 @@ static std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& ol
 Tensor view(const Tensor& a, const Shape& shape) {
   Shape s = infer_size(shape, a.numel());
   auto st = view_strides(a.sizes(), a.strides(), s);
-  EMBER_CHECK(st, "view size is not compatible with input tensor's size and stride (at least one "
-                  "dimension spans across two contiguous subspaces): input ",
+  EMBER_CHECK(st,
+              "view size is not compatible with input tensor's size and stride (at least one "
+              "dimension spans across two contiguous subspaces): input ",
               shape_str(a.sizes()), " with strides ", shape_str(a.strides()), ", view ",
               shape_str(s), ". Use .reshape(...) instead.");
   Tensor out = make_view(a, s, *st, a.storage_offset());
   Shape in_sizes = a.sizes();
-  autograd::record_view("ViewBackward0", a, out, [in_sizes](const Tensor& g) { return reshape(g, in_sizes); });
+  autograd::record_view("ViewBackward0", a, out,
+                        [in_sizes](const Tensor& g) { return reshape(g, in_sizes); });
   return out;
 }
 
@@ -113,12 +117,14 @@ Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
     std::swap(st[d0], st[d1]);
   }
   Tensor out = make_view(a, sz, st, a.storage_offset());
-  autograd::record_view("TransposeBackward0", a, out, [d0, d1](const Tensor& g) { return transpose(g, d0, d1); });
+  autograd::record_view("TransposeBackward0", a, out,
+                        [d0, d1](const Tensor& g) { return transpose(g, d0, d1); });
   return out;
 }
 
 Tensor t(const Tensor& a) {
-  EMBER_CHECK(a.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", a.dim(), "D");
+  EMBER_CHECK(a.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", a.dim(),
+              "D");
   Tensor out;
   {
     autograd::GradModeGuard no_grad(false);
@@ -130,7 +136,8 @@ Tensor t(const Tensor& a) {
 
 Tensor permute(const Tensor& a, const Shape& dims) {
   int64_t n = a.dim();
-  EMBER_CHECK(int64_t(dims.size()) == n, "permute(sparse_coo): number of dimensions in the tensor input "
+  EMBER_CHECK(int64_t(dims.size()) == n,
+              "permute(sparse_coo): number of dimensions in the tensor input "
               "does not match the length of the desired ordering of dimensions i.e. input.dim() = ",
               n, " is not equal to len(dims) = ", dims.size());
   Shape sz(static_cast<size_t>(n)), st(static_cast<size_t>(n));
@@ -145,7 +152,8 @@ Tensor permute(const Tensor& a, const Shape& dims) {
   Tensor out = make_view(a, sz, st, a.storage_offset());
   Shape inv(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) inv[wrap_dim(dims[i], n)] = i;
-  autograd::record_view("PermuteBackward0", a, out, [inv](const Tensor& g) { return permute(g, inv); });
+  autograd::record_view("PermuteBackward0", a, out,
+                        [inv](const Tensor& g) { return permute(g, inv); });
   return out;
 }
 
@@ -202,8 +210,10 @@ Tensor expand(const Tensor& a, const Shape& sizes) {
   for (int64_t i = 0; i < nd; ++i) {
     int64_t j = i - (nd - td);
     if (target[i] == -1) {
-      EMBER_CHECK(j >= 0, "The expanded size of the tensor (-1) isn't allowed in a leading, "
-                          "non-existing dimension ", i);
+      EMBER_CHECK(j >= 0,
+                  "The expanded size of the tensor (-1) isn't allowed in a leading, "
+                  "non-existing dimension ",
+                  i);
       target[i] = a.sizes()[j];
     }
     EMBER_CHECK(target[i] >= 0, "expand: invalid size ", target[i]);
@@ -262,7 +272,8 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index) {
   sz.erase(size_t(dim));
   st.erase(size_t(dim));
   Tensor out = make_view(a, sz, st, off);
-  return region_view("SelectBackward0", a, out, [dim, index](const Tensor& x) { return select(x, dim, index); });
+  return region_view("SelectBackward0", a, out,
+                     [dim, index](const Tensor& x) { return select(x, dim, index); });
 }
 
 Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
@@ -310,9 +321,8 @@ Tensor diagonal(const Tensor& a, int64_t offset, int64_t d1, int64_t d2) {
   sz.push_back(len);
   st.push_back(a.strides()[d1] + a.strides()[d2]);
   Tensor out = make_view(a, sz, st, off);
-  return region_view("DiagonalBackward0", a, out, [offset, d1, d2](const Tensor& x) {
-    return diagonal(x, offset, d1, d2);
-  });
+  return region_view("DiagonalBackward0", a, out,
+                     [offset, d1, d2](const Tensor& x) { return diagonal(x, offset, d1, d2); });
 }
 
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
@@ -324,15 +334,17 @@ std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
     for (int64_t i = 0; i < a.sizes()[dim]; ++i) out.push_back(select(a, dim, i));
   }
   Shape in_sizes = a.sizes();
-  autograd::record_multi_view("UnbindBackward0", a, out, [in_sizes, dim](const autograd::variable_list& gs) {
-    Tensor gi;
-    for (size_t i = 0; i < gs.size(); ++i) {
-      if (!gs[i].defined()) continue;
-      if (!gi.defined()) gi = zeros(in_sizes, gs[i].dtype(), gs[i].device());
-      copy_(select(gi, dim, int64_t(i)), gs[i]);
-    }
-    return gi;
-  });
+  autograd::record_multi_view("UnbindBackward0", a, out,
+                              [in_sizes, dim](const autograd::variable_list& gs) {
+                                Tensor gi;
+                                for (size_t i = 0; i < gs.size(); ++i) {
+                                  if (!gs[i].defined()) continue;
+                                  if (!gi.defined())
+                                    gi = zeros(in_sizes, gs[i].dtype(), gs[i].device());
+                                  copy_(select(gi, dim, int64_t(i)), gs[i]);
+                                }
+                                return gi;
+                              });
   return out;
 }
 
@@ -349,29 +361,33 @@ static std::vector<Tensor> split_pieces(const char* name, const Tensor& a, const
     }
   }
   Shape in_sizes = a.sizes();
-  autograd::record_multi_view(name, a, out, [in_sizes, sizes, dim](const autograd::variable_list& gs) {
-    Tensor gi;
-    int64_t start = 0;
-    for (size_t i = 0; i < gs.size(); ++i) {
-      if (gs[i].defined()) {
-        if (!gi.defined()) gi = zeros(in_sizes, gs[i].dtype(), gs[i].device());
-        copy_(narrow(gi, dim, start, sizes[i]), gs[i]);
-      }
-      start += sizes[i];
-    }
-    return gi;
-  });
+  autograd::record_multi_view(name, a, out,
+                              [in_sizes, sizes, dim](const autograd::variable_list& gs) {
+                                Tensor gi;
+                                int64_t start = 0;
+                                for (size_t i = 0; i < gs.size(); ++i) {
+                                  if (gs[i].defined()) {
+                                    if (!gi.defined())
+                                      gi = zeros(in_sizes, gs[i].dtype(), gs[i].device());
+                                    copy_(narrow(gi, dim, start, sizes[i]), gs[i]);
+                                  }
+                                  start += sizes[i];
+                                }
+                                return gi;
+                              });
   return out;
 }
 
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
   EMBER_CHECK(a.dim() > 0, "split expects at least a 1-dimensional tensor");
-  EMBER_CHECK(split_size >= 0, "split expects split_size be non-negative, but got split_size=",
-              split_size);
+  EMBER_CHECK(split_size >= 0,
+              "split expects split_size be non-negative, but got split_size=", split_size);
   dim = wrap_dim(dim, a.dim());
   int64_t size = a.sizes()[dim];
-  EMBER_CHECK(split_size > 0 || size == 0, "split_size can only be 0 if dimension size is 0, but got "
-              "dimension size of ", size);
+  EMBER_CHECK(split_size > 0 || size == 0,
+              "split_size can only be 0 if dimension size is 0, but got "
+              "dimension size of ",
+              size);
   Shape sizes;
   if (size == 0) sizes.push_back(0);
   for (int64_t s = 0; s < size; s += split_size) sizes.push_back(std::min(split_size, size - s));
@@ -383,13 +399,14 @@ std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& sizes, int64_
   dim = wrap_dim(dim, a.dim());
   int64_t total = 0;
   for (int64_t s : sizes) {
-    EMBER_CHECK(s >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got ",
+    EMBER_CHECK(s >= 0,
+                "split_with_sizes expects split_sizes have only non-negative entries, but got ",
                 shape_str(sizes));
     total += s;
   }
   EMBER_CHECK(total == a.sizes()[dim], "split_with_sizes expects split_sizes to sum exactly to ",
-              a.sizes()[dim], " (input tensor's size at dimension ", dim, "), but got split_sizes=",
-              shape_str(sizes));
+              a.sizes()[dim], " (input tensor's size at dimension ", dim,
+              "), but got split_sizes=", shape_str(sizes));
   return split_pieces("SplitWithSizesBackward0", a, sizes, dim);
 }
 
@@ -443,7 +460,8 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides,
   Tensor out = make_view(a, sizes, strides, offset.value_or(a.storage_offset()));
   // Scatter the gradient into a buffer laid out like the storage, read it back
   // through the input's geometry.
-  autograd::StridedGeometry in = autograd::StridedGeometry::of(a), vw = autograd::StridedGeometry::of(out);
+  autograd::StridedGeometry in = autograd::StridedGeometry::of(a),
+                            vw = autograd::StridedGeometry::of(out);
   int64_t elems = int64_t(a.storage()->nbytes) / a.element_size();
   autograd::record_view("AsStridedBackward0", a, out, [in, vw, elems](const Tensor& g) {
     return autograd::as_strided_backward(g, in, vw, elems);

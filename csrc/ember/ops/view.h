@@ -7,7 +7,8 @@
 
 namespace ember {
 
-/// Resolves a single -1 in `shape` against `numel`; raises "shape '[4, 2]' is invalid for input of size 6".
+/// Resolves a single -1 in `shape` against `numel`; raises "shape '[4, 2]' is invalid for input of
+/// size 6".
 Shape infer_size(const Shape& shape, int64_t numel);
 Tensor view(const Tensor& a, const Shape& shape);
 /// A view when the strides allow one, otherwise a contiguous copy.

@@ -1,9 +1,9 @@
 // Bindings of autograd: Tensor.requires_grad / grad / grad_fn / backward /
 // hooks, grad modes, the engine entry points, graph nodes, and the node type
 // behind ember.autograd.Function.
-#include "ember/python/bind.h"  // first: Python.h before frameobject.h
 #include <cctype>
 #include <unordered_map>
+#include "ember/python/bind.h"  // first: Python.h before frameobject.h
 
 #include <frameobject.h>
 
@@ -46,7 +46,8 @@ py::object node_type(const std::string& name) {
   py::object base = py::module_::import("ember._C").attr("_Node");
   py::dict ns;
   ns["__module__"] = "ember.autograd.graph";
-  py::object t = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyType_Type))(key, py::make_tuple(base), ns);
+  py::object t = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyType_Type))(
+      key, py::make_tuple(base), ns);
   (*cache)[key] = t;
   return t;
 }
@@ -78,7 +79,8 @@ py::dict node_metadata(const std::shared_ptr<Node>& n) {
   auto it = table->find(n.get());
   if (it != table->end() && it->second.first.lock() == n) return it->second.second;
   if (table->size() >= purge_at) {
-    for (auto i = table->begin(); i != table->end();) i = i->second.first.expired() ? table->erase(i) : std::next(i);
+    for (auto i = table->begin(); i != table->end();)
+      i = i->second.first.expired() ? table->erase(i) : std::next(i);
     purge_at = std::max<size_t>(64, table->size() * 2);
   }
   py::dict d;
@@ -101,7 +103,8 @@ std::vector<Tensor> tensor_list(py::handle h, const char* what) {
     out.push_back(*t);
     return out;
   }
-  for (py::handle e : py::reinterpret_borrow<py::iterable>(h)) out.push_back(tensor_or_undefined(e, what));
+  for (py::handle e : py::reinterpret_borrow<py::iterable>(h))
+    out.push_back(tensor_or_undefined(e, what));
   return out;
 }
 
@@ -145,8 +148,12 @@ void anomaly_report(const Node& n) {
   PyGILState_STATE st = PyGILState_Ensure();
   {
     py::object warn = py::module_::import("warnings").attr("warn");
-    std::string msg = "Error detected in " + n.name() + ". Traceback of forward call that caused the error:\n" +
-                      (n.trace.empty() ? std::string("  (not recorded: the node was created before anomaly mode was enabled)\n") : n.trace);
+    std::string msg =
+        "Error detected in " + n.name() + ". Traceback of forward call that caused the error:\n" +
+        (n.trace.empty()
+             ? std::string(
+                   "  (not recorded: the node was created before anomaly mode was enabled)\n")
+             : n.trace);
     warn(msg, py::module_::import("builtins").attr("UserWarning"), 2);
   }
   PyGILState_Release(st);
@@ -244,8 +251,9 @@ struct PyFunctionNode : Node {
     py::object r = backward(*args);
     if (!PyTuple_Check(r.ptr())) r = py::make_tuple(r);
     py::tuple rt = r;
-    EMBER_CHECK(rt.size() >= n_inputs, "function ", name_, " returned an incorrect number of gradients (expected ",
-                n_inputs, ", got ", rt.size(), ")");
+    EMBER_CHECK(rt.size() >= n_inputs, "function ", name_,
+                " returned an incorrect number of gradients (expected ", n_inputs, ", got ",
+                rt.size(), ")");
     variable_list out(n_inputs);
     for (size_t i = 0; i < n_inputs; ++i) {
       if (rt[i].is_none()) continue;
@@ -255,8 +263,9 @@ struct PyFunctionNode : Node {
       if (next_edges[i].valid()) out[i] = *t;
     }
     for (size_t i = n_inputs; i < rt.size(); ++i)
-      EMBER_CHECK(rt[i].is_none(), "function ", name_, " returned an incorrect number of gradients (expected ",
-                  n_inputs, ", got ", rt.size(), ")");
+      EMBER_CHECK(rt[i].is_none(), "function ", name_,
+                  " returned an incorrect number of gradients (expected ", n_inputs, ", got ",
+                  rt.size(), ")");
     return out;
   }
 };
@@ -277,7 +286,8 @@ void init_autograd(py::module_& m) {
 
   py::class_<PyNode, std::unique_ptr<PyNode, PyNodeDeleter>>(m, "_Node")
       .def(py::init([]() {
-        EMBER_CHECK_TYPE(g_pending_node, "cannot create autograd graph nodes directly; they come from grad_fn");
+        EMBER_CHECK_TYPE(g_pending_node,
+                         "cannot create autograd graph nodes directly; they come from grad_fn");
         return std::unique_ptr<PyNode, PyNodeDeleter>(new PyNode{std::move(g_pending_node)});
       }))
       .def("name", [](const PyNode& n) { return n.node->name(); })
@@ -367,137 +377,178 @@ void init_autograd(py::module_& m) {
            [](const PyNode& n) { return reinterpret_cast<intptr_t>(n.node.get()) >> 4; });
 
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
-  cls.def_property("requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },
-                   [](const Tensor& t, bool on) { autograd::set_requires_grad(t, on); })
-      .def("requires_grad_", [](py::handle self, bool on) {
-        autograd::set_requires_grad(self.cast<Tensor&>(), on);
-        return py::reinterpret_borrow<py::object>(self);
-      }, py::arg("requires_grad") = true)
+  cls.def_property(
+         "requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },
+         [](const Tensor& t, bool on) { autograd::set_requires_grad(t, on); })
+      .def(
+          "requires_grad_",
+          [](py::handle self, bool on) {
+            autograd::set_requires_grad(self.cast<Tensor&>(), on);
+            return py::reinterpret_borrow<py::object>(self);
+          },
+          py::arg("requires_grad") = true)
       .def_property_readonly("is_leaf", [](const Tensor& t) { return autograd::is_leaf(t); })
-      .def_property("grad", [](const Tensor& t) -> py::object {
-        if (!autograd::is_leaf(t) && !(autograd::meta(t) && autograd::meta(t)->retains_grad)) {
-          PyErr_WarnEx(PyExc_UserWarning,
-                       "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
-                       ".grad attribute won't be populated during autograd.backward(). If you indeed want "
-                       "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
-                       "non-leaf Tensor.", 2);
-        }
-        Tensor g = grad_of(t);
-        return g.defined() ? wrap(g) : py::none();
-      }, [](const Tensor& t, py::handle g) {
-        if (g.is_none()) {
-          if (auto* m = autograd::meta(t)) m->grad = Tensor();
-          return;
-        }
-        Tensor* gt;
-        EMBER_CHECK_TYPE(as_tensor(g, gt), "assigned grad expected to be a Tensor or None but got grad of type ", type_name(g));
-        EMBER_CHECK(gt->dtype() == t.dtype(), "assigned grad has data of a different type (", dtype_name(gt->dtype()),
-                    " vs ", dtype_name(t.dtype()), ")");
-        EMBER_CHECK(gt->sizes() == t.sizes(), "assigned grad has data of a different size (",
-                    shape_str(gt->sizes()), " vs ", shape_str(t.sizes()), ")");
-        EMBER_CHECK(gt->device() == t.device(), "assigned grad has data located on a different device");
-        autograd::materialize_meta(t)->grad = *gt;
-      })
-      .def_property_readonly("grad_fn", [](const Tensor& t) { return node_object(autograd::grad_fn(t)); })
-      .def_property_readonly("output_nr", [](const Tensor& t) {
-        auto* m = autograd::meta(t);
-        return m ? m->output_nr : 0u;
-      })
-      .def_property_readonly("_base", [](const Tensor& t) -> py::object {
-        auto* m = autograd::meta(t);
-        return m && m->is_view && m->base.defined() ? wrap(m->base) : py::none();
-      })
-      .def_property_readonly("_is_view", [](const Tensor& t) {
-        auto* m = autograd::meta(t);
-        return bool(m && m->is_view);
-      })
+      .def_property(
+          "grad",
+          [](const Tensor& t) -> py::object {
+            if (!autograd::is_leaf(t) && !(autograd::meta(t) && autograd::meta(t)->retains_grad)) {
+              PyErr_WarnEx(PyExc_UserWarning,
+                           "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                           "accessed. Its "
+                           ".grad attribute won't be populated during autograd.backward(). If you "
+                           "indeed want "
+                           "the .grad field to be populated for a non-leaf Tensor, use "
+                           ".retain_grad() on the "
+                           "non-leaf Tensor.",
+                           2);
+            }
+            Tensor g = grad_of(t);
+            return g.defined() ? wrap(g) : py::none();
+          },
+          [](const Tensor& t, py::handle g) {
+            if (g.is_none()) {
+              if (auto* m = autograd::meta(t)) m->grad = Tensor();
+              return;
+            }
+            Tensor* gt;
+            EMBER_CHECK_TYPE(as_tensor(g, gt),
+                             "assigned grad expected to be a Tensor or None but got grad of type ",
+                             type_name(g));
+            EMBER_CHECK(gt->dtype() == t.dtype(), "assigned grad has data of a different type (",
+                        dtype_name(gt->dtype()), " vs ", dtype_name(t.dtype()), ")");
+            EMBER_CHECK(gt->sizes() == t.sizes(), "assigned grad has data of a different size (",
+                        shape_str(gt->sizes()), " vs ", shape_str(t.sizes()), ")");
+            EMBER_CHECK(gt->device() == t.device(),
+                        "assigned grad has data located on a different device");
+            autograd::materialize_meta(t)->grad = *gt;
+          })
+      .def_property_readonly("grad_fn",
+                             [](const Tensor& t) { return node_object(autograd::grad_fn(t)); })
+      .def_property_readonly("output_nr",
+                             [](const Tensor& t) {
+                               auto* m = autograd::meta(t);
+                               return m ? m->output_nr : 0u;
+                             })
+      .def_property_readonly("_base",
+                             [](const Tensor& t) -> py::object {
+                               auto* m = autograd::meta(t);
+                               return m && m->is_view && m->base.defined() ? wrap(m->base)
+                                                                           : py::none();
+                             })
+      .def_property_readonly("_is_view",
+                             [](const Tensor& t) {
+                               auto* m = autograd::meta(t);
+                               return bool(m && m->is_view);
+                             })
       .def("is_inference", [](const Tensor& t) { return t.impl()->inference; })
-      .def_property_readonly("retains_grad", [](const Tensor& t) {
-        auto* m = autograd::meta(t);
-        return bool(m && m->retains_grad);
-      })
-      .def("retain_grad", [](const Tensor& t) {
-        EMBER_CHECK(autograd::requires_grad(t), "can't retain_grad on Tensor that has requires_grad=False");
-        if (autograd::is_leaf(t)) return;
-        auto* m = autograd::materialize_meta(t);
-        if (m->retains_grad) return;
-        m->retains_grad = true;
-        std::weak_ptr<TensorImpl> weak = t.impl_ptr();
-        autograd::grad_fn(t)->pre_hooks.push_back({m->output_nr, [weak](const Tensor& g) {
-          auto impl = weak.lock();
-          if (!impl) return Tensor();
-          Tensor self(impl);
-          auto* mm = autograd::materialize_meta(self);
-          if (!mm->grad.defined()) mm->grad = autograd::grad_enabled() ? g : clone(autograd::detach(g));
-          else mm->grad = binary(BinaryOp::add, mm->grad, g);
-          return Tensor();
-        }});
-      })
-      .def("register_hook", [](const Tensor& t, py::object fn) {
-        EMBER_CHECK(autograd::requires_grad(t), "cannot register a hook on a tensor that doesn't require gradient");
-        PyHook h{fn};
-        if (autograd::is_leaf(t)) {
-          autograd::materialize_meta(t)->hooks.push_back(h);
-        } else {
-          auto* m = autograd::materialize_meta(t);
-          autograd::grad_fn(t)->pre_hooks.push_back({m->output_nr, h});
-        }
-        return HookHandle{h.alive};
-      })
+      .def_property_readonly("retains_grad",
+                             [](const Tensor& t) {
+                               auto* m = autograd::meta(t);
+                               return bool(m && m->retains_grad);
+                             })
+      .def("retain_grad",
+           [](const Tensor& t) {
+             EMBER_CHECK(autograd::requires_grad(t),
+                         "can't retain_grad on Tensor that has requires_grad=False");
+             if (autograd::is_leaf(t)) return;
+             auto* m = autograd::materialize_meta(t);
+             if (m->retains_grad) return;
+             m->retains_grad = true;
+             std::weak_ptr<TensorImpl> weak = t.impl_ptr();
+             autograd::grad_fn(t)->pre_hooks.push_back(
+                 {m->output_nr, [weak](const Tensor& g) {
+                    auto impl = weak.lock();
+                    if (!impl) return Tensor();
+                    Tensor self(impl);
+                    auto* mm = autograd::materialize_meta(self);
+                    if (!mm->grad.defined())
+                      mm->grad = autograd::grad_enabled() ? g : clone(autograd::detach(g));
+                    else
+                      mm->grad = binary(BinaryOp::add, mm->grad, g);
+                    return Tensor();
+                  }});
+           })
+      .def("register_hook",
+           [](const Tensor& t, py::object fn) {
+             EMBER_CHECK(autograd::requires_grad(t),
+                         "cannot register a hook on a tensor that doesn't require gradient");
+             PyHook h{fn};
+             if (autograd::is_leaf(t)) {
+               autograd::materialize_meta(t)->hooks.push_back(h);
+             } else {
+               auto* m = autograd::materialize_meta(t);
+               autograd::grad_fn(t)->pre_hooks.push_back({m->output_nr, h});
+             }
+             return HookHandle{h.alive};
+           })
       .def("detach", [](const Tensor& t) { return autograd::detach(t); })
-      .def("detach_", [](py::handle self) {
-        Tensor& t = self.cast<Tensor&>();
-        auto* m = autograd::meta(t);
-        EMBER_CHECK(!(m && m->is_view && m->base.defined() && autograd::requires_grad(m->base)),
-                    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
-                    "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
-                    "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
-                    "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.");
-        if (m) {
-          m->grad_fn.reset();
-          m->output_nr = 0;
-        }
-        t.impl()->requires_grad = false;
-        return py::reinterpret_borrow<py::object>(self);
-      })
-      .def_property("data", [](const Tensor& t) {
-        Tensor d = alias(t, /*share_version=*/false);
-        d.impl()->autograd.reset();
-        d.impl()->requires_grad = false;
-        return d;
-      }, [](const Tensor& t, const Tensor& src) {
-        // Replace the data in place without touching autograd metadata (as `x.data = y`).
-        EMBER_CHECK(src.dtype() == t.dtype() || true, "data: dtype mismatch");
-        // As torch's set_data: a cached AccumulateGrad (kept alive by an old graph) records
-        // the leaf's dtype/device/shape, so drop it when they change (Module.double(), .to()).
-        if (auto* m = autograd::meta(t)) {
-          if (src.dtype() != t.dtype() || src.device() != t.device() || src.sizes() != t.sizes())
-            m->grad_accumulator.reset();
-        }
-        TensorImpl* dst = t.impl();
-        dst->storage = src.storage();
-        dst->sizes = src.sizes();
-        dst->strides = src.strides();
-        dst->offset = src.storage_offset();
-        dst->numel = src.numel();
-        dst->dtype = src.dtype();
-        dst->version = src.impl()->version;
-      });
+      .def("detach_",
+           [](py::handle self) {
+             Tensor& t = self.cast<Tensor&>();
+             auto* m = autograd::meta(t);
+             EMBER_CHECK(
+                 !(m && m->is_view && m->base.defined() && autograd::requires_grad(m->base)),
+                 "Can't detach views in-place. Use detach() instead. If you are using "
+                 "DistributedDataParallel "
+                 "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are "
+                 "views of DDP "
+                 "buckets, and hence detach_() cannot be called on these gradients. To fix this "
+                 "error, please "
+                 "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the "
+                 "solution.");
+             if (m) {
+               m->grad_fn.reset();
+               m->output_nr = 0;
+             }
+             t.impl()->requires_grad = false;
+             return py::reinterpret_borrow<py::object>(self);
+           })
+      .def_property(
+          "data",
+          [](const Tensor& t) {
+            Tensor d = alias(t, /*share_version=*/false);
+            d.impl()->autograd.reset();
+            d.impl()->requires_grad = false;
+            return d;
+          },
+          [](const Tensor& t, const Tensor& src) {
+            // Replace the data in place without touching autograd metadata (as `x.data = y`).
+            EMBER_CHECK(src.dtype() == t.dtype() || true, "data: dtype mismatch");
+            // As torch's set_data: a cached AccumulateGrad (kept alive by an old graph) records
+            // the leaf's dtype/device/shape, so drop it when they change (Module.double(), .to()).
+            if (auto* m = autograd::meta(t)) {
+              if (src.dtype() != t.dtype() || src.device() != t.device() ||
+                  src.sizes() != t.sizes())
+                m->grad_accumulator.reset();
+            }
+            TensorImpl* dst = t.impl();
+            dst->storage = src.storage();
+            dst->sizes = src.sizes();
+            dst->strides = src.strides();
+            dst->offset = src.storage_offset();
+            dst->numel = src.numel();
+            dst->dtype = src.dtype();
+            dst->version = src.impl()->version;
+          });
 
-  m.def("_autograd_backward", [](py::handle tensors, py::handle grads, bool keep_graph, bool create_graph,
-                                 py::handle inputs) {
+  m.def("_autograd_backward", [](py::handle tensors, py::handle grads, bool keep_graph,
+                                 bool create_graph, py::handle inputs) {
     std::vector<Tensor> roots = tensor_list(tensors, "tensors");
-    std::vector<Tensor> gs = grads.is_none() ? std::vector<Tensor>(roots.size()) : tensor_list(grads, "grad_tensors");
-    EMBER_CHECK(gs.size() == roots.size(), "grad_tensors has ", gs.size(), " entries but tensors has ", roots.size());
+    std::vector<Tensor> gs =
+        grads.is_none() ? std::vector<Tensor>(roots.size()) : tensor_list(grads, "grad_tensors");
+    EMBER_CHECK(gs.size() == roots.size(), "grad_tensors has ", gs.size(),
+                " entries but tensors has ", roots.size());
     for (size_t i = 0; i < roots.size(); ++i) {
       EMBER_CHECK(autograd::requires_grad(roots[i]), "element ", i,
                   " of tensors does not require grad and does not have a grad_fn");
       if (!gs[i].defined()) {
-        EMBER_CHECK(roots[i].numel() == 1, "grad can be implicitly created only for scalar outputs");
+        EMBER_CHECK(roots[i].numel() == 1,
+                    "grad can be implicitly created only for scalar outputs");
         gs[i] = full(roots[i].sizes(), Scalar(1.0), roots[i].dtype(), roots[i].device());
       } else {
-        EMBER_CHECK(gs[i].sizes() == roots[i].sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ",
-                    shape_str(gs[i].sizes()), " and output[", i, "] has a shape of ", shape_str(roots[i].sizes()), ".");
+        EMBER_CHECK(gs[i].sizes() == roots[i].sizes(), "Mismatch in shape: grad_output[", i,
+                    "] has a shape of ", shape_str(gs[i].sizes()), " and output[", i,
+                    "] has a shape of ", shape_str(roots[i].sizes()), ".");
       }
     }
     autograd::BackwardOptions opts;
@@ -505,7 +556,8 @@ void init_autograd(py::module_& m) {
     opts.create_graph = create_graph;
     if (!inputs.is_none()) {
       for (const Tensor& t : tensor_list(inputs, "inputs")) {
-        EMBER_CHECK(autograd::requires_grad(t), "One of the differentiated Tensors does not require grad");
+        EMBER_CHECK(autograd::requires_grad(t),
+                    "One of the differentiated Tensors does not require grad");
         opts.inputs.push_back(autograd::gradient_edge(t));
       }
       EMBER_CHECK(!opts.inputs.empty(), "'inputs' argument to backward() cannot be empty.");
@@ -514,14 +566,14 @@ void init_autograd(py::module_& m) {
     autograd::run_backward(roots, gs, opts);
   });
 
-  m.def("_autograd_grad", [](py::handle outputs, py::handle inputs, py::handle grad_outputs, bool keep_graph,
-                             bool create_graph, bool allow_unused) {
+  m.def("_autograd_grad", [](py::handle outputs, py::handle inputs, py::handle grad_outputs,
+                             bool keep_graph, bool create_graph, bool allow_unused) {
     std::vector<Tensor> outs = tensor_list(outputs, "outputs");
     std::vector<Tensor> ins = tensor_list(inputs, "inputs");
     std::vector<Tensor> gs = grad_outputs.is_none() ? std::vector<Tensor>(outs.size())
                                                     : tensor_list(grad_outputs, "grad_outputs");
-    EMBER_CHECK(gs.size() == outs.size(), "grad requires one grad_output per output: got ", gs.size(),
-                " grad_outputs for ", outs.size(), " outputs");
+    EMBER_CHECK(gs.size() == outs.size(), "grad requires one grad_output per output: got ",
+                gs.size(), " grad_outputs for ", outs.size(), " outputs");
     for (size_t i = 0; i < outs.size(); ++i) {
       EMBER_CHECK(autograd::requires_grad(outs[i]), "element ", i,
                   " of tensors does not require grad and does not have a grad_fn");
@@ -535,7 +587,8 @@ void init_autograd(py::module_& m) {
     opts.create_graph = create_graph;
     opts.accumulate = false;
     for (size_t i = 0; i < ins.size(); ++i) {
-      EMBER_CHECK(autograd::requires_grad(ins[i]), "One of the differentiated Tensors does not require grad");
+      EMBER_CHECK(autograd::requires_grad(ins[i]),
+                  "One of the differentiated Tensors does not require grad");
       opts.inputs.push_back(autograd::gradient_edge(ins[i]));
     }
     variable_list res;
@@ -546,8 +599,9 @@ void init_autograd(py::module_& m) {
     py::tuple r(res.size());
     for (size_t i = 0; i < res.size(); ++i) {
       if (!res[i].defined()) {
-        EMBER_CHECK(allow_unused, "One of the differentiated Tensors appears to not have been used in the graph. "
-                                  "Set allow_unused=True if this is the desired behavior.");
+        EMBER_CHECK(allow_unused,
+                    "One of the differentiated Tensors appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior.");
         r[i] = py::none();
       } else {
         r[i] = wrap(res[i]);
@@ -565,53 +619,55 @@ void init_autograd(py::module_& m) {
   });
   m.def("is_inference_mode_enabled", [] { return autograd::inference_mode(); });
   m.def("_set_inference_mode", [](bool on) { autograd::set_inference_mode(on); });
-  m.def("_set_detect_anomaly", [](bool on, bool check_nan) { autograd::set_anomaly_enabled(on, check_nan); });
+  m.def("_set_detect_anomaly",
+        [](bool on, bool check_nan) { autograd::set_anomaly_enabled(on, check_nan); });
   m.def("is_anomaly_enabled", [] { return autograd::anomaly_enabled(); });
   m.def("is_anomaly_check_nan_enabled", [] { return autograd::anomaly_check_nan(); });
 
   // ember.autograd.Function support: builds the node after forward ran.
-  m.def("_function_record", [](const std::string& name, py::object backward, py::object on_release,
-                               py::list inputs, py::list outputs, py::list non_differentiable, py::list dirty,
-                               bool materialize) {
-    std::vector<Tensor> ins;
-    for (py::handle h : inputs) ins.push_back(tensor_or_undefined(h, "input"));
-    auto node = std::make_shared<PyFunctionNode>();
-    node->name_ = name;
-    node->backward = backward;
-    node->on_release = on_release;
-    node->n_inputs = ins.size();
-    node->materialize_grads = materialize;
-    node->next_edges = autograd::collect_next_edges(ins);
-    std::vector<Tensor> nd;
-    for (py::handle h : non_differentiable) nd.push_back(tensor_or_undefined(h, "non_differentiable"));
-    std::vector<Tensor> dirt;
-    for (py::handle h : dirty) dirt.push_back(tensor_or_undefined(h, "dirty"));
-    uint32_t i = 0;
-    for (py::handle h : outputs) {
-      Tensor* t;
-      if (!as_tensor(h, t)) {
-        node->input_meta.push_back(autograd::InputMeta{});
-        ++i;
-        continue;
-      }
-      node->add_input_meta(*t);
-      bool is_nd = false;
-      for (auto& x : nd) is_nd |= x.is_same(*t);
-      bool is_dirty = false;
-      for (auto& x : dirt) is_dirty |= x.is_same(*t);
-      if (!is_nd && is_floating(t->dtype())) {
-        if (is_dirty) {
-          autograd::check_inplace(*t, name.c_str());
-          autograd::rebase_history(*t, node);
-          if (i != 0) autograd::materialize_meta(*t)->output_nr = i;
-        } else {
-          autograd::set_history(*t, node, i);
-        }
-      }
-      ++i;
-    }
-    return node_object(node);
-  });
+  m.def("_function_record",
+        [](const std::string& name, py::object backward, py::object on_release, py::list inputs,
+           py::list outputs, py::list non_differentiable, py::list dirty, bool materialize) {
+          std::vector<Tensor> ins;
+          for (py::handle h : inputs) ins.push_back(tensor_or_undefined(h, "input"));
+          auto node = std::make_shared<PyFunctionNode>();
+          node->name_ = name;
+          node->backward = backward;
+          node->on_release = on_release;
+          node->n_inputs = ins.size();
+          node->materialize_grads = materialize;
+          node->next_edges = autograd::collect_next_edges(ins);
+          std::vector<Tensor> nd;
+          for (py::handle h : non_differentiable)
+            nd.push_back(tensor_or_undefined(h, "non_differentiable"));
+          std::vector<Tensor> dirt;
+          for (py::handle h : dirty) dirt.push_back(tensor_or_undefined(h, "dirty"));
+          uint32_t i = 0;
+          for (py::handle h : outputs) {
+            Tensor* t;
+            if (!as_tensor(h, t)) {
+              node->input_meta.push_back(autograd::InputMeta{});
+              ++i;
+              continue;
+            }
+            node->add_input_meta(*t);
+            bool is_nd = false;
+            for (auto& x : nd) is_nd |= x.is_same(*t);
+            bool is_dirty = false;
+            for (auto& x : dirt) is_dirty |= x.is_same(*t);
+            if (!is_nd && is_floating(t->dtype())) {
+              if (is_dirty) {
+                autograd::check_inplace(*t, name.c_str());
+                autograd::rebase_history(*t, node);
+                if (i != 0) autograd::materialize_meta(*t)->output_nr = i;
+              } else {
+                autograd::set_history(*t, node, i);
+              }
+            }
+            ++i;
+          }
+          return node_object(node);
+        });
   m.def("_needs_grad", [](py::list inputs) {
     std::vector<Tensor> ins;
     for (py::handle h : inputs) {
@@ -622,11 +678,13 @@ void init_autograd(py::module_& m) {
   });
   m.def("_check_saved_version", [](const Tensor& t, uint32_t saved_version, const std::string& fn) {
     if (t.version() == saved_version) return;
-    EMBER_ERROR("one of the variables needed for gradient computation has been modified by an inplace "
-                "operation: [", legacy_type_name(t.dtype()), " ", shape_str(t.sizes()), "], which is saved by ",
-                fn, ", is at version ", t.version(), "; expected version ", saved_version,
-                " instead. Hint: enable anomaly detection to find the operation that failed to compute its "
-                "gradient, with ember.autograd.set_detect_anomaly(True).");
+    EMBER_ERROR(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation: [",
+        legacy_type_name(t.dtype()), " ", shape_str(t.sizes()), "], which is saved by ", fn,
+        ", is at version ", t.version(), "; expected version ", saved_version,
+        " instead. Hint: enable anomaly detection to find the operation that failed to compute its "
+        "gradient, with ember.autograd.set_detect_anomaly(True).");
   });
   m.def("_watch_version", [](const Tensor& t) { t.impl()->version->watched = true; });
   m.def("_view_as_detached_alias", [](const Tensor& t) {

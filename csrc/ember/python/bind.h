@@ -101,7 +101,8 @@ void init_factories_like(py::module_& m);  // python/factories_like.cpp: zeros_l
 void init_random(py::module_& m);
 void init_join_sort(py::module_& m);
 void init_autograd(py::module_& m);
-void init_nn(py::module_& m);        // python/nn.cpp: activations, softmax, losses, norms, dropout, embedding
+void init_nn(
+    py::module_& m);  // python/nn.cpp: activations, softmax, losses, norms, dropout, embedding
 void init_nn_conv(py::module_& m);   // python/nn_conv.cpp: conv, pooling, padding, resampling
 void init_nn_rnn(py::module_& m);    // python/nn_rnn.cpp: recurrent layers and attention
 void init_optim(py::module_& m);     // python/optim.cpp: fused optimizer steps

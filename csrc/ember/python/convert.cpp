@@ -87,10 +87,14 @@ bool as_scalar(py::handle h, Scalar& out) {
   if (PyObject_IsInstance(o, np_generic.ptr()) == 1) {
     std::string kind = py::str(h.attr("dtype").attr("kind"));
     py::object o2 = py::reinterpret_borrow<py::object>(h);
-    if (kind == "b") out = Scalar(PyObject_IsTrue(o) == 1);
-    else if (kind == "i" || kind == "u") out = Scalar(int64_t(py::int_(o2)));
-    else if (kind == "f") out = Scalar(double(py::float_(o2)));
-    else return false;
+    if (kind == "b")
+      out = Scalar(PyObject_IsTrue(o) == 1);
+    else if (kind == "i" || kind == "u")
+      out = Scalar(int64_t(py::int_(o2)));
+    else if (kind == "f")
+      out = Scalar(double(py::float_(o2)));
+    else
+      return false;
     return true;
   }
   return false;
@@ -119,7 +123,8 @@ Tensor tensor_or_scalar(py::handle h, const char* op, const char* arg) {
   Scalar s;
   if (as_scalar(h, s)) return wrap_scalar(s);
   if (py::isinstance<py::array>(h)) return ndarray_operand(h);
-  raise(ErrorKind::Type, op, "(): argument '", arg, "' must be Tensor or Number, not ", type_name(h));
+  raise(ErrorKind::Type, op, "(): argument '", arg, "' must be Tensor or Number, not ",
+        type_name(h));
 }
 
 Scalar scalar_arg(py::handle h, const char* op, const char* arg) {
@@ -134,9 +139,12 @@ Scalar scalar_arg(py::handle h, const char* op, const char* arg) {
     return dispatch_all(c.dtype(), op, [&](auto tag) -> Scalar {
       using T = typename decltype(tag)::type;
       T v = *c.data<T>();
-      if constexpr (std::is_same<T, bool>::value) return Scalar(v);
-      else if constexpr (std::is_integral<T>::value) return Scalar(int64_t(v));
-      else return Scalar(double(v));
+      if constexpr (std::is_same<T, bool>::value)
+        return Scalar(v);
+      else if constexpr (std::is_integral<T>::value)
+        return Scalar(int64_t(v));
+      else
+        return Scalar(double(v));
     });
   }
   raise(ErrorKind::Type, op, "(): argument '", arg, "' must be Number, not ", type_name(h));

@@ -14,8 +14,10 @@ Tensor from_numpy(py::handle obj);  // tensor.cpp
 namespace {
 
 [[noreturn]] void invalid_index(py::handle obj) {
-  raise(ErrorKind::Index, "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
-                          "valid indices (got ", type_name(obj), ")");
+  raise(ErrorKind::Index,
+        "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+        "valid indices (got ",
+        type_name(obj), ")");
 }
 
 bool is_ndarray(py::handle h) { return py::isinstance<py::array>(h); }
@@ -27,7 +29,8 @@ bool is_sequence(py::handle h) {
 
 /// NumPy integer/bool scalars: kind 'i'/'u' -> int, 'b' -> bool; false otherwise.
 bool numpy_scalar(py::handle h, Scalar& out) {
-  if (PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr()) || PyBool_Check(h.ptr()) || is_ndarray(h)) return false;
+  if (PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr()) || PyBool_Check(h.ptr()) || is_ndarray(h))
+    return false;
   Scalar s;
   if (!as_scalar(h, s) || s.is_floating()) return false;
   out = s;
@@ -78,20 +81,20 @@ struct ListReader {
   void read(py::handle seq, size_t depth) {
     Py_ssize_t n = PySequence_Size(seq.ptr());
     if (n < 0) throw py::error_already_set();
-    EMBER_CHECK_VALUE(shape[depth] == n, "expected sequence of length ", shape[depth], " at dim ", depth,
-                      " (got ", n, ")");
+    EMBER_CHECK_VALUE(shape[depth] == n, "expected sequence of length ", shape[depth], " at dim ",
+                      depth, " (got ", n, ")");
     for (Py_ssize_t i = 0; i < n; ++i) {
       py::object e = py::reinterpret_steal<py::object>(PySequence_GetItem(seq.ptr(), i));
       if (!e) throw py::error_already_set();
       Tensor* t;
       bool nested = is_sequence(e) && !as_tensor(e, t);
       if (depth + 1 < shape.size()) {
-        EMBER_CHECK_VALUE(nested, "expected sequence of length ", shape[depth + 1], " at dim ", depth + 1,
-                          " (got ", type_name(e), ")");
+        EMBER_CHECK_VALUE(nested, "expected sequence of length ", shape[depth + 1], " at dim ",
+                          depth + 1, " (got ", type_name(e), ")");
         read(e, depth + 1);
       } else {
-        EMBER_CHECK_VALUE(!nested, "expected a number at dim ", depth + 1, " of the index list (got ",
-                          type_name(e), ")");
+        EMBER_CHECK_VALUE(!nested, "expected a number at dim ", depth + 1,
+                          " of the index list (got ", type_name(e), ")");
         leaf(e);
       }
     }
@@ -116,8 +119,10 @@ Tensor sequence_to_tensor(py::handle seq) {
 Tensor ndarray_to_index(py::handle arr) {
   Tensor t = from_numpy(arr);
   if (is_floating(t.dtype()))
-    raise(ErrorKind::Index, "tensors used as indices must be long, int, byte or bool tensors (got a NumPy array "
-                            "of ", dtype_name(t.dtype()), ")");
+    raise(ErrorKind::Index,
+          "tensors used as indices must be long, int, byte or bool tensors (got a NumPy array "
+          "of ",
+          dtype_name(t.dtype()), ")");
   if (t.dtype() == DType::Bool || t.dtype() == DType::UInt8 || t.dtype() == DType::Int64) return t;
   return to_dtype(t, DType::Int64);
 }
@@ -142,10 +147,12 @@ TensorIndex parse_one(py::handle obj) {
   Tensor* t;
   if (as_tensor(obj, t)) return TensorIndex::of(*t);
   Scalar s;
-  if (numpy_scalar(obj, s)) return s.is_bool() ? TensorIndex::boolean(s.to_bool()) : TensorIndex::integer(s.to_int());
+  if (numpy_scalar(obj, s))
+    return s.is_bool() ? TensorIndex::boolean(s.to_bool()) : TensorIndex::integer(s.to_int());
   if (is_ndarray(obj)) return TensorIndex::of(ndarray_to_index(obj));
   if (is_sequence(obj)) return TensorIndex::of(sequence_to_tensor(obj));
-  if (!PyFloat_Check(o) && PyIndex_Check(o)) return TensorIndex::integer(int_arg(obj, "index", "index"));
+  if (!PyFloat_Check(o) && PyIndex_Check(o))
+    return TensorIndex::integer(int_arg(obj, "index", "index"));
   invalid_index(obj);
 }
 
@@ -167,7 +174,8 @@ bool treat_sequence_as_tuple(py::handle index) {
       return false;
     }
     PyObject* p = e.ptr();
-    if (as_tensor(e, t) || is_sequence(e) || PySlice_Check(p) || p == Py_Ellipsis || p == Py_None) return true;
+    if (as_tensor(e, t) || is_sequence(e) || PySlice_Check(p) || p == Py_Ellipsis || p == Py_None)
+      return true;
   }
   return false;
 }
@@ -175,9 +183,10 @@ bool treat_sequence_as_tuple(py::handle index) {
 std::vector<TensorIndex> parse_index(const Tensor& self, py::handle index) {
   std::vector<TensorIndex> out;
   // x[0] on a 0-d tensor (a bare int, not the tuple x[0,]) has its own message, as in PyTorch.
-  EMBER_CHECK_INDEX(!(self.dim() == 0 && PyLong_Check(index.ptr()) && !PyBool_Check(index.ptr())),
-                    "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-                    "C++ to convert a 0-dim tensor to a number");
+  EMBER_CHECK_INDEX(
+      !(self.dim() == 0 && PyLong_Check(index.ptr()) && !PyBool_Check(index.ptr())),
+      "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+      "C++ to convert a 0-dim tensor to a number");
   if (PyTuple_Check(index.ptr()) || treat_sequence_as_tuple(index)) {
     py::sequence seq = py::reinterpret_borrow<py::sequence>(index);
     for (size_t i = 0, n = seq.size(); i < n; ++i) out.push_back(parse_one(seq[i]));
@@ -193,7 +202,8 @@ Tensor value_to_tensor(const Tensor& self, py::handle value) {
   if (as_tensor(value, t)) return *t;
   Scalar s;
   if (as_scalar(value, s)) return scalar_tensor(s, self.dtype(), self.device());
-  raise(ErrorKind::Type, "can't assign a ", type_name(value), " to a ", legacy_type_name(self.dtype()));
+  raise(ErrorKind::Type, "can't assign a ", type_name(value), " to a ",
+        legacy_type_name(self.dtype()));
 }
 
 std::vector<std::optional<Tensor>> indices_arg(py::handle h, const char* op) {
@@ -202,10 +212,14 @@ std::vector<std::optional<Tensor>> indices_arg(py::handle h, const char* op) {
   std::vector<std::optional<Tensor>> out;
   for (py::handle e : py::reinterpret_borrow<py::sequence>(h)) {
     Tensor* t;
-    if (e.is_none()) out.emplace_back();
-    else if (as_tensor(e, t)) out.emplace_back(*t);
-    else raise(ErrorKind::Type, op, "(): argument 'indices' must be tuple of Tensors, but found element of type ",
-               type_name(e));
+    if (e.is_none())
+      out.emplace_back();
+    else if (as_tensor(e, t))
+      out.emplace_back(*t);
+    else
+      raise(ErrorKind::Type, op,
+            "(): argument 'indices' must be tuple of Tensors, but found element of type ",
+            type_name(e));
   }
   return out;
 }
@@ -220,13 +234,14 @@ Tensor index_arg(py::handle h, const char* op) {
 
 Tensor tensor_arg(py::handle h, const char* op, const char* arg) {
   Tensor* t;
-  EMBER_CHECK_TYPE(as_tensor(h, t), op, "(): argument '", arg, "' must be Tensor, not ", type_name(h));
+  EMBER_CHECK_TYPE(as_tensor(h, t), op, "(): argument '", arg, "' must be Tensor, not ",
+                   type_name(h));
   return *t;
 }
 
 // scatter(dim, index, src) / scatter(dim, index, value), optionally reduce='add'|'multiply'.
-Tensor do_scatter(const Tensor& self, py::handle dim, py::handle index, py::object src, py::object value,
-                  py::object reduce, bool inplace) {
+Tensor do_scatter(const Tensor& self, py::handle dim, py::handle index, py::object src,
+                  py::object value, py::object reduce, bool inplace) {
   const char* op = inplace ? "scatter_" : "scatter";
   std::optional<std::string> r;
   if (!reduce.is_none()) {
@@ -234,7 +249,8 @@ Tensor do_scatter(const Tensor& self, py::handle dim, py::handle index, py::obje
                      type_name(reduce));
     r = reduce.cast<std::string>();
   }
-  EMBER_CHECK_TYPE(src.is_none() != value.is_none(), op, "(): expected exactly one of 'src' or 'value'");
+  EMBER_CHECK_TYPE(src.is_none() != value.is_none(), op,
+                   "(): expected exactly one of 'src' or 'value'");
   int64_t d = dim_arg(dim, op);
   Tensor idx = index_arg(index, op);
   py::handle v = src.is_none() ? value : src;
@@ -322,42 +338,51 @@ void init_indexing(py::module_& m) {
   cls.def("index_select", index_select_fn, py::arg("dim"), py::arg("index"));
   m.def("gather", gather_fn, py::arg("input"), py::arg("dim"), py::arg("index"), py::kw_only(),
         py::arg("sparse_grad") = false);
-  cls.def("gather", gather_fn, py::arg("dim"), py::arg("index"), py::kw_only(), py::arg("sparse_grad") = false);
+  cls.def("gather", gather_fn, py::arg("dim"), py::arg("index"), py::kw_only(),
+          py::arg("sparse_grad") = false);
   m.def("take", take_fn, py::arg("input"), py::arg("index"));
   cls.def("take", take_fn, py::arg("index"));
 
   // scatter family
-  auto scatter_fn = [](const Tensor& self, py::handle dim, py::handle index, py::object src, py::object value,
-                       py::object reduce) { return do_scatter(self, dim, index, src, value, reduce, false); };
+  auto scatter_fn = [](const Tensor& self, py::handle dim, py::handle index, py::object src,
+                       py::object value, py::object reduce) {
+    return do_scatter(self, dim, index, src, value, reduce, false);
+  };
   auto scatter_inplace_fn = [](py::object self, py::handle dim, py::handle index, py::object src,
                                py::object value, py::object reduce) {
     do_scatter(self.cast<Tensor&>(), dim, index, src, value, reduce, true);
     return self;
   };
-  m.def("scatter", scatter_fn, py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src") = py::none(),
-        py::kw_only(), py::arg("value") = py::none(), py::arg("reduce") = py::none());
-  cls.def("scatter", scatter_fn, py::arg("dim"), py::arg("index"), py::arg("src") = py::none(), py::kw_only(),
-          py::arg("value") = py::none(), py::arg("reduce") = py::none());
-  cls.def("scatter_", scatter_inplace_fn, py::arg("dim"), py::arg("index"), py::arg("src") = py::none(),
+  m.def("scatter", scatter_fn, py::arg("input"), py::arg("dim"), py::arg("index"),
+        py::arg("src") = py::none(), py::kw_only(), py::arg("value") = py::none(),
+        py::arg("reduce") = py::none());
+  cls.def("scatter", scatter_fn, py::arg("dim"), py::arg("index"), py::arg("src") = py::none(),
           py::kw_only(), py::arg("value") = py::none(), py::arg("reduce") = py::none());
+  cls.def("scatter_", scatter_inplace_fn, py::arg("dim"), py::arg("index"),
+          py::arg("src") = py::none(), py::kw_only(), py::arg("value") = py::none(),
+          py::arg("reduce") = py::none());
   auto scatter_add_fn = [](const Tensor& self, py::handle dim, py::handle index, py::handle src) {
     int64_t d = dim_arg(dim, "scatter_add");
     Tensor i = index_arg(index, "scatter_add"), s = tensor_arg(src, "scatter_add", "src");
     py::gil_scoped_release nogil;
     return scatter_add(self, d, i, s);
   };
-  m.def("scatter_add", scatter_add_fn, py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"));
+  m.def("scatter_add", scatter_add_fn, py::arg("input"), py::arg("dim"), py::arg("index"),
+        py::arg("src"));
   cls.def("scatter_add", scatter_add_fn, py::arg("dim"), py::arg("index"), py::arg("src"));
-  cls.def("scatter_add_", [](py::object self_obj, py::handle dim, py::handle index, py::handle src) {
-    const Tensor& self = self_obj.cast<Tensor&>();
-    int64_t d = dim_arg(dim, "scatter_add_");
-    Tensor i = index_arg(index, "scatter_add_"), s = tensor_arg(src, "scatter_add_", "src");
-    {
-      py::gil_scoped_release nogil;
-      scatter_add_(self, d, i, s);
-    }
-    return self_obj;
-  }, py::arg("dim"), py::arg("index"), py::arg("src"));
+  cls.def(
+      "scatter_add_",
+      [](py::object self_obj, py::handle dim, py::handle index, py::handle src) {
+        const Tensor& self = self_obj.cast<Tensor&>();
+        int64_t d = dim_arg(dim, "scatter_add_");
+        Tensor i = index_arg(index, "scatter_add_"), s = tensor_arg(src, "scatter_add_", "src");
+        {
+          py::gil_scoped_release nogil;
+          scatter_add_(self, d, i, s);
+        }
+        return self_obj;
+      },
+      py::arg("dim"), py::arg("index"), py::arg("src"));
 
   // index_add
   auto index_add_fn = [](const Tensor& self, py::handle dim, py::handle index, py::handle source,
@@ -369,21 +394,33 @@ void init_indexing(py::module_& m) {
     py::gil_scoped_release nogil;
     return inplace ? index_add_(self, d, i, s, a) : index_add(self, d, i, s, a);
   };
-  m.def("index_add", [index_add_fn](const Tensor& self, py::handle dim, py::handle index, py::handle source,
-                                    py::handle alpha) { return index_add_fn(self, dim, index, source, alpha, false); },
-        py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1);
-  cls.def("index_add", [index_add_fn](const Tensor& self, py::handle dim, py::handle index, py::handle source,
-                                      py::handle alpha) { return index_add_fn(self, dim, index, source, alpha, false); },
-          py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1);
-  cls.def("index_add_", [index_add_fn](py::object self, py::handle dim, py::handle index, py::handle source,
-                                       py::handle alpha) {
-    index_add_fn(self.cast<Tensor&>(), dim, index, source, alpha, true);
-    return self;
-  },
-          py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1);
+  m.def(
+      "index_add",
+      [index_add_fn](const Tensor& self, py::handle dim, py::handle index, py::handle source,
+                     py::handle alpha) {
+        return index_add_fn(self, dim, index, source, alpha, false);
+      },
+      py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(),
+      py::arg("alpha") = 1);
+  cls.def(
+      "index_add",
+      [index_add_fn](const Tensor& self, py::handle dim, py::handle index, py::handle source,
+                     py::handle alpha) {
+        return index_add_fn(self, dim, index, source, alpha, false);
+      },
+      py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1);
+  cls.def(
+      "index_add_",
+      [index_add_fn](py::object self, py::handle dim, py::handle index, py::handle source,
+                     py::handle alpha) {
+        index_add_fn(self.cast<Tensor&>(), dim, index, source, alpha, true);
+        return self;
+      },
+      py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1);
 
   // index_put
-  auto index_put_fn = [](const Tensor& self, py::handle indices, py::handle values, bool accumulate, bool inplace) {
+  auto index_put_fn = [](const Tensor& self, py::handle indices, py::handle values, bool accumulate,
+                         bool inplace) {
     const char* op = inplace ? "index_put_" : "index_put";
     auto idx = indices_arg(indices, op);
     Tensor v = tensor_arg(values, op, "values");
@@ -391,28 +428,46 @@ void init_indexing(py::module_& m) {
     if (inplace) return index_put_(self, idx, v, accumulate);
     return index_put(self, idx, v, accumulate);
   };
-  m.def("index_put", [index_put_fn](const Tensor& self, py::handle indices, py::handle values, bool accumulate) {
-    return index_put_fn(self, indices, values, accumulate, false);
-  }, py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
-  cls.def("index_put", [index_put_fn](const Tensor& self, py::handle indices, py::handle values, bool accumulate) {
-    return index_put_fn(self, indices, values, accumulate, false);
-  }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
-  cls.def("index_put_", [index_put_fn](py::object self, py::handle indices, py::handle values, bool accumulate) {
-    index_put_fn(self.cast<Tensor&>(), indices, values, accumulate, true);
-    return self;
-  }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  m.def(
+      "index_put",
+      [index_put_fn](const Tensor& self, py::handle indices, py::handle values, bool accumulate) {
+        return index_put_fn(self, indices, values, accumulate, false);
+      },
+      py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  cls.def(
+      "index_put",
+      [index_put_fn](const Tensor& self, py::handle indices, py::handle values, bool accumulate) {
+        return index_put_fn(self, indices, values, accumulate, false);
+      },
+      py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  cls.def(
+      "index_put_",
+      [index_put_fn](py::object self, py::handle indices, py::handle values, bool accumulate) {
+        index_put_fn(self.cast<Tensor&>(), indices, values, accumulate, true);
+        return self;
+      },
+      py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
 
   // masks
-  m.def("masked_fill", [](const Tensor& self, py::handle mask, py::handle value) {
-    return do_masked_fill(self, mask, value, false);
-  }, py::arg("input"), py::arg("mask"), py::arg("value"));
-  cls.def("masked_fill", [](const Tensor& self, py::handle mask, py::handle value) {
-    return do_masked_fill(self, mask, value, false);
-  }, py::arg("mask"), py::arg("value"));
-  cls.def("masked_fill_", [](py::object self, py::handle mask, py::handle value) {
-    do_masked_fill(self.cast<Tensor&>(), mask, value, true);
-    return self;
-  }, py::arg("mask"), py::arg("value"));
+  m.def(
+      "masked_fill",
+      [](const Tensor& self, py::handle mask, py::handle value) {
+        return do_masked_fill(self, mask, value, false);
+      },
+      py::arg("input"), py::arg("mask"), py::arg("value"));
+  cls.def(
+      "masked_fill",
+      [](const Tensor& self, py::handle mask, py::handle value) {
+        return do_masked_fill(self, mask, value, false);
+      },
+      py::arg("mask"), py::arg("value"));
+  cls.def(
+      "masked_fill_",
+      [](py::object self, py::handle mask, py::handle value) {
+        do_masked_fill(self.cast<Tensor&>(), mask, value, true);
+        return self;
+      },
+      py::arg("mask"), py::arg("value"));
   auto masked_select_fn = [](const Tensor& self, py::handle mask) {
     Tensor mk = tensor_arg(mask, "masked_select", "mask");
     py::gil_scoped_release nogil;

@@ -83,11 +83,19 @@ namespace {
 dl::DLDataType to_dl_dtype(DType t) {
   uint8_t bits = uint8_t(element_size(t) * 8);
   switch (t) {
-    case DType::Bool: return {dl::kDLBool, 8, 1};
-    case DType::UInt8: return {dl::kDLUInt, bits, 1};
-    case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64: return {dl::kDLInt, bits, 1};
-    case DType::BFloat16: return {dl::kDLBfloat, 16, 1};
-    default: return {dl::kDLFloat, bits, 1};
+    case DType::Bool:
+      return {dl::kDLBool, 8, 1};
+    case DType::UInt8:
+      return {dl::kDLUInt, bits, 1};
+    case DType::Int8:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::Int64:
+      return {dl::kDLInt, bits, 1};
+    case DType::BFloat16:
+      return {dl::kDLBfloat, 16, 1};
+    default:
+      return {dl::kDLFloat, bits, 1};
   }
 }
 
@@ -137,7 +145,8 @@ void legacy_capsule_destructor(PyObject* cap) {
 }
 void versioned_capsule_destructor(PyObject* cap) {
   if (!PyCapsule_IsValid(cap, dl::kVersionedName)) return;
-  auto* m = static_cast<dl::DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap, dl::kVersionedName));
+  auto* m =
+      static_cast<dl::DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap, dl::kVersionedName));
   if (m && m->deleter) m->deleter(m);
 }
 
@@ -163,7 +172,8 @@ py::object dlpack_export(const Tensor& self, py::object stream, py::object max_v
   bool copied = false;
   if (!dl_device.is_none()) {
     py::tuple dd = dl_device.cast<py::tuple>();
-    EMBER_CHECK_TYPE(dd.size() == 2, "__dlpack__: dl_device must be a (device_type, device_id) tuple");
+    EMBER_CHECK_TYPE(dd.size() == 2,
+                     "__dlpack__: dl_device must be a (device_type, device_id) tuple");
     int64_t type = dd[0].cast<int64_t>(), id = dd[1].cast<int64_t>();
     dl::DLDevice mine = to_dl_device(t.device());
     if (type != mine.device_type || id != mine.device_id) {
@@ -176,7 +186,8 @@ py::object dlpack_export(const Tensor& self, py::object stream, py::object max_v
       } else {
         throw py::buffer_error("__dlpack__: cannot export a " + t.device().str() +
                                " tensor to DLPack device (" + std::to_string(type) + ", " +
-                               std::to_string(id) + "); only the tensor's own device or the CPU "
+                               std::to_string(id) +
+                               "); only the tensor's own device or the CPU "
                                "(with a copy) is supported");
       }
     }
@@ -224,17 +235,24 @@ DType from_dl_dtype(dl::DLDataType t) {
       break;
     case dl::kDLInt:
       switch (t.bits) {
-        case 8: return DType::Int8;
-        case 16: return DType::Int16;
-        case 32: return DType::Int32;
-        case 64: return DType::Int64;
+        case 8:
+          return DType::Int8;
+        case 16:
+          return DType::Int16;
+        case 32:
+          return DType::Int32;
+        case 64:
+          return DType::Int64;
       }
       break;
     case dl::kDLFloat:
       switch (t.bits) {
-        case 16: return DType::Float16;
-        case 32: return DType::Float32;
-        case 64: return DType::Float64;
+        case 16:
+          return DType::Float16;
+        case 32:
+          return DType::Float32;
+        case 64:
+          return DType::Float64;
       }
       break;
     case dl::kDLBfloat:
@@ -300,9 +318,10 @@ Tensor import_capsule(py::handle cap) {
   const char* name = PyCapsule_GetName(cap.ptr());
   if (!name) throw py::error_already_set();
   std::string n(name);
-  EMBER_CHECK(n != dl::kUsedLegacyName && n != dl::kUsedVersionedName,
-              "from_dlpack received an invalid capsule. Note that DLTensor capsules can be consumed "
-              "only once, so you might have already constructed a tensor from it once.");
+  EMBER_CHECK(
+      n != dl::kUsedLegacyName && n != dl::kUsedVersionedName,
+      "from_dlpack received an invalid capsule. Note that DLTensor capsules can be consumed "
+      "only once, so you might have already constructed a tensor from it once.");
   bool versioned = n == dl::kVersionedName;
   EMBER_CHECK_TYPE(versioned || n == dl::kLegacyName, "from_dlpack: expected a capsule named '",
                    dl::kLegacyName, "' or '", dl::kVersionedName, "', got '", n, "'");
@@ -314,9 +333,9 @@ Tensor import_capsule(py::handle cap) {
     auto* m = static_cast<dl::DLManagedTensorVersioned*>(managed);
     // A newer major version may change the struct layout: refuse before reading further.
     if (m->version.major != dl::kMajor)
-      throw py::buffer_error("from_dlpack: the producer exported DLPack " +
-                             std::to_string(m->version.major) + "." + std::to_string(m->version.minor) +
-                             ", but ember supports major version 1 only");
+      throw py::buffer_error(
+          "from_dlpack: the producer exported DLPack " + std::to_string(m->version.major) + "." +
+          std::to_string(m->version.minor) + ", but ember supports major version 1 only");
     d = &m->dl_tensor;
     read_only = m->flags & dl::kFlagReadOnly;
   } else {
@@ -327,7 +346,8 @@ Tensor import_capsule(py::handle cap) {
   DType dtype = from_dl_dtype(d->dtype);
   Device device = from_dl_device(d->device);
   EMBER_CHECK(d->ndim >= 0 && d->ndim <= 64, "from_dlpack: invalid ndim ", d->ndim);
-  EMBER_CHECK(d->ndim == 0 || d->shape, "from_dlpack: the DLTensor has ndim ", d->ndim, " but no shape");
+  EMBER_CHECK(d->ndim == 0 || d->shape, "from_dlpack: the DLTensor has ndim ", d->ndim,
+              " but no shape");
   Shape sizes(d->shape, d->shape + d->ndim);
   int64_t numel = checked_numel(sizes);
   Shape strides = d->strides ? Shape(d->strides, d->strides + d->ndim) : contiguous_strides(sizes);
@@ -337,17 +357,19 @@ Tensor import_capsule(py::handle cap) {
     if (sizes[i] <= 1) continue;
     EMBER_CHECK(strides[i] >= 0, "from_dlpack: negative strides are not supported (strides ",
                 shape_str(strides), ")");
-    extent = checked_add(extent, checked_mul(sizes[i] - 1, strides[i], "from_dlpack"), "from_dlpack");
+    extent =
+        checked_add(extent, checked_mul(sizes[i] - 1, strides[i], "from_dlpack"), "from_dlpack");
   }
   for (int64_t i = 0; i < d->ndim; ++i)
     if (sizes[i] <= 1) strides[i] = std::max<int64_t>(strides[i], 0);  // meaningless there
   size_t nbytes = numel == 0 ? 0 : size_t(checked_mul(extent, item, "from_dlpack"));
-  EMBER_CHECK(d->byte_offset <= uint64_t(INT64_MAX), "from_dlpack: invalid byte_offset ", d->byte_offset);
+  EMBER_CHECK(d->byte_offset <= uint64_t(INT64_MAX), "from_dlpack: invalid byte_offset ",
+              d->byte_offset);
   char* data = static_cast<char*>(d->data) + d->byte_offset;
   EMBER_CHECK(numel == 0 || data, "from_dlpack: the DLTensor has a NULL data pointer");
   EMBER_CHECK(numel == 0 || reinterpret_cast<uintptr_t>(data) % uintptr_t(item) == 0,
-              "from_dlpack: the data pointer is not aligned to the ", item, "-byte ", dtype_name(dtype),
-              " elements");
+              "from_dlpack: the data pointer is not aligned to the ", item, "-byte ",
+              dtype_name(dtype), " elements");
 
   // Ownership moves to ember: rename first so the capsule destructor stands down,
   // then every path below frees the producer's tensor exactly once.
@@ -364,12 +386,15 @@ Tensor import_capsule(py::handle cap) {
 // with __dlpack__ (asked for a versioned capsule first, legacy if it cannot).
 Tensor from_dlpack(py::handle obj, py::object device, py::object copy) {
   if (PyCapsule_CheckExact(obj.ptr())) {
-    EMBER_CHECK_VALUE(device.is_none() && copy.is_none(),
-                      "from_dlpack: device= and copy= need an object with __dlpack__, not a capsule");
+    EMBER_CHECK_VALUE(
+        device.is_none() && copy.is_none(),
+        "from_dlpack: device= and copy= need an object with __dlpack__, not a capsule");
     return import_capsule(obj);
   }
-  EMBER_CHECK_TYPE(py::hasattr(obj, "__dlpack__"), "from_dlpack: expected an object with a __dlpack__ "
-                   "method or a DLPack capsule, got ", type_name(obj));
+  EMBER_CHECK_TYPE(py::hasattr(obj, "__dlpack__"),
+                   "from_dlpack: expected an object with a __dlpack__ "
+                   "method or a DLPack capsule, got ",
+                   type_name(obj));
   py::dict kw;
   kw["max_version"] = py::make_tuple(dl::kMajor, dl::kMinor);
   if (!device.is_none()) {
@@ -405,7 +430,8 @@ void init_interop(py::module_& m) {
           "Exports the tensor as a DLPack capsule: 'dltensor_versioned' (DLPack 1.0) when "
           "max_version >= (1, 0), the legacy 'dltensor' otherwise. Zero-copy unless copy=True "
           "or dl_device asks for another device.");
-  cls.def("__dlpack_device__", &dlpack_device, "(DLPack device type, device id): (1, 0) for the CPU.");
+  cls.def("__dlpack_device__", &dlpack_device,
+          "(DLPack device type, device id): (1, 0) for the CPU.");
   m.def("from_dlpack", &from_dlpack, py::arg("ext_tensor"), py::kw_only(),
         py::arg("device") = py::none(), py::arg("copy") = py::none(),
         "A tensor sharing memory with a DLPack producer (an object with __dlpack__ or a capsule).");

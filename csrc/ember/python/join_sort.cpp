@@ -21,8 +21,8 @@ std::vector<Tensor> tensor_list(py::handle h, const char* op) {
     py::object e = seq[i];
     Tensor* t;
     if (!as_tensor(e, t))
-      raise(ErrorKind::Type, op, "(): expected Tensor as element ", i,
-            " in argument 0, but got ", type_name(e));
+      raise(ErrorKind::Type, op, "(): expected Tensor as element ", i, " in argument 0, but got ",
+            type_name(e));
     r.push_back(*t);
   }
   return r;
@@ -137,16 +137,24 @@ void init_join_sort(py::module_& m) {
       },
       py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(), py::arg("axis") = py::none(),
       py::arg("out") = py::none());
-  m.def("hstack", [](py::handle t) { return hstack(tensor_list(t, "hstack")); }, py::arg("tensors"));
-  m.def("vstack", [](py::handle t) { return vstack(tensor_list(t, "vstack")); }, py::arg("tensors"));
-  m.def("row_stack", [](py::handle t) { return vstack(tensor_list(t, "row_stack")); }, py::arg("tensors"));
-  m.def("dstack", [](py::handle t) { return dstack(tensor_list(t, "dstack")); }, py::arg("tensors"));
-  m.def("column_stack", [](py::handle t) { return column_stack(tensor_list(t, "column_stack")); },
-        py::arg("tensors"));
+  m.def(
+      "hstack", [](py::handle t) { return hstack(tensor_list(t, "hstack")); }, py::arg("tensors"));
+  m.def(
+      "vstack", [](py::handle t) { return vstack(tensor_list(t, "vstack")); }, py::arg("tensors"));
+  m.def(
+      "row_stack", [](py::handle t) { return vstack(tensor_list(t, "row_stack")); },
+      py::arg("tensors"));
+  m.def(
+      "dstack", [](py::handle t) { return dstack(tensor_list(t, "dstack")); }, py::arg("tensors"));
+  m.def(
+      "column_stack", [](py::handle t) { return column_stack(tensor_list(t, "column_stack")); },
+      py::arg("tensors"));
 
   // ---- rearranging -------------------------------------------------------------------
-  m.def("flip", [](const Tensor& a, py::handle dims) { return flip(a, shape_arg(dims, "flip", "dims")); },
-        py::arg("input"), py::arg("dims"));
+  m.def(
+      "flip",
+      [](const Tensor& a, py::handle dims) { return flip(a, shape_arg(dims, "flip", "dims")); },
+      py::arg("input"), py::arg("dims"));
   m.def("fliplr", &fliplr, py::arg("input"));
   m.def("flipud", &flipud, py::arg("input"));
   auto roll_py = [](const Tensor& a, py::handle shifts, py::handle dims) {
@@ -154,26 +162,37 @@ void init_join_sort(py::module_& m) {
     return roll(a, shape_arg(shifts, "roll", "shifts"), d);
   };
   m.def("roll", roll_py, py::arg("input"), py::arg("shifts"), py::arg("dims") = py::none());
-  m.def("tile", [](const Tensor& a, py::handle dims) { return tile(a, shape_arg(dims, "tile", "dims")); },
-        py::arg("input"), py::arg("dims"));
-  m.def("repeat_interleave", [](const Tensor& a, py::handle repeats, py::handle dim, py::handle) {
-    return repeat_interleave_py(a, repeats, dim);
-  }, py::arg("input"), py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
-     py::arg("output_size") = py::none());
+  m.def(
+      "tile",
+      [](const Tensor& a, py::handle dims) { return tile(a, shape_arg(dims, "tile", "dims")); },
+      py::arg("input"), py::arg("dims"));
+  m.def(
+      "repeat_interleave",
+      [](const Tensor& a, py::handle repeats, py::handle dim, py::handle) {
+        return repeat_interleave_py(a, repeats, dim);
+      },
+      py::arg("input"), py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
+      py::arg("output_size") = py::none());
 
-  cls.def("flip", [](const Tensor& a, py::args dims) { return flip(a, dims_from_args(dims, "flip")); })
+  cls.def("flip",
+          [](const Tensor& a, py::args dims) { return flip(a, dims_from_args(dims, "flip")); })
       .def("fliplr", &fliplr)
       .def("flipud", &flipud)
       .def("roll", roll_py, py::arg("shifts"), py::arg("dims") = py::none())
-      .def("repeat", [](const Tensor& a, py::args sizes) {
-        EMBER_CHECK_TYPE(sizes.size() > 0, "repeat(): missing required argument 'repeats'");
-        return repeat(a, shape_from_args(sizes, "repeat", "repeats"));
-      })
-      .def("tile", [](const Tensor& a, py::args dims) { return tile(a, dims_from_args(dims, "tile")); })
-      .def("repeat_interleave", [](const Tensor& a, py::handle repeats, py::handle dim, py::handle) {
-        return repeat_interleave_py(a, repeats, dim);
-      }, py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
-         py::arg("output_size") = py::none());
+      .def("repeat",
+           [](const Tensor& a, py::args sizes) {
+             EMBER_CHECK_TYPE(sizes.size() > 0, "repeat(): missing required argument 'repeats'");
+             return repeat(a, shape_from_args(sizes, "repeat", "repeats"));
+           })
+      .def("tile",
+           [](const Tensor& a, py::args dims) { return tile(a, dims_from_args(dims, "tile")); })
+      .def(
+          "repeat_interleave",
+          [](const Tensor& a, py::handle repeats, py::handle dim, py::handle) {
+            return repeat_interleave_py(a, repeats, dim);
+          },
+          py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
+          py::arg("output_size") = py::none());
 
   // ---- sorting and searching ----------------------------------------------------------------
   auto sort_py = [sort_t, pair](const Tensor& a, int64_t dim, bool descending, bool stable) {
@@ -182,7 +201,8 @@ void init_join_sort(py::module_& m) {
   auto argsort_py = [](const Tensor& a, int64_t dim, bool descending, bool stable) {
     return argsort(a, dim, descending, stable);
   };
-  auto topk_py = [topk_t, pair](const Tensor& a, int64_t k, int64_t dim, bool largest, bool sorted) {
+  auto topk_py = [topk_t, pair](const Tensor& a, int64_t k, int64_t dim, bool largest,
+                                bool sorted) {
     return pair(topk_t, topk(a, k, dim, largest, sorted));
   };
   auto kth_py = [kth_t, pair](const Tensor& a, int64_t k, int64_t dim, bool keepdim) {
@@ -197,8 +217,10 @@ void init_join_sort(py::module_& m) {
   };
   for (bool method : {false, true}) {
     auto def = [&](const char* name, auto&& f, auto... extra) {
-      if (method) cls.def(name, f, extra...);
-      else m.def(name, f, py::arg("input"), extra...);
+      if (method)
+        cls.def(name, f, extra...);
+      else
+        m.def(name, f, py::arg("input"), extra...);
     };
     if (method)
       cls.def("sort", sort_py, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
@@ -226,16 +248,24 @@ void init_join_sort(py::module_& m) {
         py::arg("return_counts") = false, py::arg("dim") = py::none());
   }
 
-  m.def("searchsorted", [](const Tensor& seq, py::handle input, bool out_int32, bool right,
-                           std::optional<std::string> side, py::handle sorter) {
-    Tensor v = tensor_or_scalar(input, "searchsorted", "input");
-    return searchsorted(seq, v, out_int32, right, side, optional_tensor(sorter, "searchsorted", "sorter"));
-  }, py::arg("sorted_sequence"), py::arg("input"), py::kw_only(), py::arg("out_int32") = false,
-     py::arg("right") = false, py::arg("side") = py::none(), py::arg("sorter") = py::none());
-  m.def("bucketize", [](py::handle input, const Tensor& boundaries, bool out_int32, bool right) {
-    return bucketize(tensor_or_scalar(input, "bucketize", "input"), boundaries, out_int32, right);
-  }, py::arg("input"), py::arg("boundaries"), py::kw_only(), py::arg("out_int32") = false,
-     py::arg("right") = false);
+  m.def(
+      "searchsorted",
+      [](const Tensor& seq, py::handle input, bool out_int32, bool right,
+         std::optional<std::string> side, py::handle sorter) {
+        Tensor v = tensor_or_scalar(input, "searchsorted", "input");
+        return searchsorted(seq, v, out_int32, right, side,
+                            optional_tensor(sorter, "searchsorted", "sorter"));
+      },
+      py::arg("sorted_sequence"), py::arg("input"), py::kw_only(), py::arg("out_int32") = false,
+      py::arg("right") = false, py::arg("side") = py::none(), py::arg("sorter") = py::none());
+  m.def(
+      "bucketize",
+      [](py::handle input, const Tensor& boundaries, bool out_int32, bool right) {
+        return bucketize(tensor_or_scalar(input, "bucketize", "input"), boundaries, out_int32,
+                         right);
+      },
+      py::arg("input"), py::arg("boundaries"), py::kw_only(), py::arg("out_int32") = false,
+      py::arg("right") = false);
 }
 
 }  // namespace ember::python

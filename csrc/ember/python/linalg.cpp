@@ -1,7 +1,7 @@
 // Bindings: matmul and friends (mm, bmm, mv, dot, addmm, baddbmm, addmv, outer),
 // tril/triu, trace, the @ operator, the ember.linalg submodule and _blas_info().
-#include "ember/backends/cpu/blas.h"
 #include "ember/ops/linalg.h"
+#include "ember/backends/cpu/blas.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
@@ -21,18 +21,22 @@ using BinaryOut = Tensor& (*)(const Tensor&, const Tensor&, const Tensor&);
 // Binds op(input, <arg2>, *, out=None) and the Tensor method op(<arg2>).
 void bind_binary(py::module_& m, py::class_<Tensor>& cls, const char* name, const char* arg2,
                  Binary fn, BinaryOut fn_out) {
-  m.def(name, [name, fn, fn_out](py::handle a, py::handle b, py::handle out) -> py::object {
-    const Tensor& x = tensor_arg(a, name, "input", 1);
-    const Tensor& y = tensor_arg(b, name, "other", 2);
-    if (const Tensor* o = out_arg(out, name)) {
-      fn_out(x, y, *o);
-      return py::reinterpret_borrow<py::object>(out);
-    }
-    return wrap(fn(x, y));
-  }, py::arg("input"), py::arg(arg2), py::kw_only(), py::arg("out") = py::none());
-  cls.def(name, [name, fn](const Tensor& a, py::handle b) {
-    return fn(a, tensor_arg(b, name, "other", 1));
-  }, py::arg(arg2));
+  m.def(
+      name,
+      [name, fn, fn_out](py::handle a, py::handle b, py::handle out) -> py::object {
+        const Tensor& x = tensor_arg(a, name, "input", 1);
+        const Tensor& y = tensor_arg(b, name, "other", 2);
+        if (const Tensor* o = out_arg(out, name)) {
+          fn_out(x, y, *o);
+          return py::reinterpret_borrow<py::object>(out);
+        }
+        return wrap(fn(x, y));
+      },
+      py::arg("input"), py::arg(arg2), py::kw_only(), py::arg("out") = py::none());
+  cls.def(
+      name,
+      [name, fn](const Tensor& a, py::handle b) { return fn(a, tensor_arg(b, name, "other", 1)); },
+      py::arg(arg2));
 }
 
 using AddFn = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar);
@@ -47,33 +51,41 @@ Scalar scalar_or_one(py::handle h, const char* op, const char* arg) {
 // Binds op(input, x, y, *, beta=1, alpha=1, out=None), Tensor.op and Tensor.op_.
 void bind_add(py::module_& m, py::class_<Tensor>& cls, const char* name, const char* inplace,
               const char* a1, const char* a2, AddFn fn, AddOut fn_out, AddInplace fn_) {
-  m.def(name, [name, a1, a2, fn, fn_out](py::handle input, py::handle x, py::handle y,
-                                         py::handle beta, py::handle alpha, py::handle out)
-            -> py::object {
-    const Tensor& t = tensor_arg(input, name, "input", 1);
-    const Tensor& u = tensor_arg(x, name, a1, 2);
-    const Tensor& v = tensor_arg(y, name, a2, 3);
-    Scalar be = scalar_or_one(beta, name, "beta"), al = scalar_or_one(alpha, name, "alpha");
-    if (const Tensor* o = out_arg(out, name)) {
-      fn_out(t, u, v, be, al, *o);
-      return py::reinterpret_borrow<py::object>(out);
-    }
-    return wrap(fn(t, u, v, be, al));
-  }, py::arg("input"), py::arg(a1), py::arg(a2), py::kw_only(), py::arg("beta") = py::none(),
-        py::arg("alpha") = py::none(), py::arg("out") = py::none());
-  cls.def(name, [name, a1, a2, fn](const Tensor& t, py::handle x, py::handle y, py::handle beta,
-                                   py::handle alpha) {
-    return fn(t, tensor_arg(x, name, a1, 1), tensor_arg(y, name, a2, 2),
-              scalar_or_one(beta, name, "beta"), scalar_or_one(alpha, name, "alpha"));
-  }, py::arg(a1), py::arg(a2), py::kw_only(), py::arg("beta") = py::none(),
-          py::arg("alpha") = py::none());
-  cls.def(inplace, [inplace, a1, a2, fn_](py::handle self, py::handle x, py::handle y,
-                                          py::handle beta, py::handle alpha) {
-    fn_(self.cast<Tensor&>(), tensor_arg(x, inplace, a1, 1), tensor_arg(y, inplace, a2, 2),
-        scalar_or_one(beta, inplace, "beta"), scalar_or_one(alpha, inplace, "alpha"));
-    return py::reinterpret_borrow<py::object>(self);
-  }, py::arg(a1), py::arg(a2), py::kw_only(), py::arg("beta") = py::none(),
-          py::arg("alpha") = py::none());
+  m.def(
+      name,
+      [name, a1, a2, fn, fn_out](py::handle input, py::handle x, py::handle y, py::handle beta,
+                                 py::handle alpha, py::handle out) -> py::object {
+        const Tensor& t = tensor_arg(input, name, "input", 1);
+        const Tensor& u = tensor_arg(x, name, a1, 2);
+        const Tensor& v = tensor_arg(y, name, a2, 3);
+        Scalar be = scalar_or_one(beta, name, "beta"), al = scalar_or_one(alpha, name, "alpha");
+        if (const Tensor* o = out_arg(out, name)) {
+          fn_out(t, u, v, be, al, *o);
+          return py::reinterpret_borrow<py::object>(out);
+        }
+        return wrap(fn(t, u, v, be, al));
+      },
+      py::arg("input"), py::arg(a1), py::arg(a2), py::kw_only(), py::arg("beta") = py::none(),
+      py::arg("alpha") = py::none(), py::arg("out") = py::none());
+  cls.def(
+      name,
+      [name, a1, a2, fn](const Tensor& t, py::handle x, py::handle y, py::handle beta,
+                         py::handle alpha) {
+        return fn(t, tensor_arg(x, name, a1, 1), tensor_arg(y, name, a2, 2),
+                  scalar_or_one(beta, name, "beta"), scalar_or_one(alpha, name, "alpha"));
+      },
+      py::arg(a1), py::arg(a2), py::kw_only(), py::arg("beta") = py::none(),
+      py::arg("alpha") = py::none());
+  cls.def(
+      inplace,
+      [inplace, a1, a2, fn_](py::handle self, py::handle x, py::handle y, py::handle beta,
+                             py::handle alpha) {
+        fn_(self.cast<Tensor&>(), tensor_arg(x, inplace, a1, 1), tensor_arg(y, inplace, a2, 2),
+            scalar_or_one(beta, inplace, "beta"), scalar_or_one(alpha, inplace, "alpha"));
+        return py::reinterpret_borrow<py::object>(self);
+      },
+      py::arg(a1), py::arg(a2), py::kw_only(), py::arg("beta") = py::none(),
+      py::arg("alpha") = py::none());
 }
 
 using TriFn = Tensor (*)(const Tensor&, int64_t);
@@ -82,22 +94,31 @@ using TriInplace = const Tensor& (*)(const Tensor&, int64_t);
 
 void bind_tri(py::module_& m, py::class_<Tensor>& cls, const char* name, const char* inplace,
               TriFn fn, TriOut fn_out, TriInplace fn_) {
-  m.def(name, [name, fn, fn_out](py::handle a, py::handle diag, py::handle out) -> py::object {
-    const Tensor& t = tensor_arg(a, name, "input", 1);
-    int64_t d = int_arg(diag, name, "diagonal");
-    if (const Tensor* o = out_arg(out, name)) {
-      fn_out(t, d, *o);
-      return py::reinterpret_borrow<py::object>(out);
-    }
-    return wrap(fn(t, d));
-  }, py::arg("input"), py::arg("diagonal") = 0, py::kw_only(), py::arg("out") = py::none());
-  cls.def(name, [name, fn](const Tensor& t, py::handle diag) {
-    return fn(t, int_arg(diag, name, "diagonal"));
-  }, py::arg("diagonal") = 0);
-  cls.def(inplace, [inplace, fn_](py::handle self, py::handle diag) {
-    fn_(self.cast<Tensor&>(), int_arg(diag, inplace, "diagonal"));
-    return py::reinterpret_borrow<py::object>(self);
-  }, py::arg("diagonal") = 0);
+  m.def(
+      name,
+      [name, fn, fn_out](py::handle a, py::handle diag, py::handle out) -> py::object {
+        const Tensor& t = tensor_arg(a, name, "input", 1);
+        int64_t d = int_arg(diag, name, "diagonal");
+        if (const Tensor* o = out_arg(out, name)) {
+          fn_out(t, d, *o);
+          return py::reinterpret_borrow<py::object>(out);
+        }
+        return wrap(fn(t, d));
+      },
+      py::arg("input"), py::arg("diagonal") = 0, py::kw_only(), py::arg("out") = py::none());
+  cls.def(
+      name,
+      [name, fn](const Tensor& t, py::handle diag) {
+        return fn(t, int_arg(diag, name, "diagonal"));
+      },
+      py::arg("diagonal") = 0);
+  cls.def(
+      inplace,
+      [inplace, fn_](py::handle self, py::handle diag) {
+        fn_(self.cast<Tensor&>(), int_arg(diag, inplace, "diagonal"));
+        return py::reinterpret_borrow<py::object>(self);
+      },
+      py::arg("diagonal") = 0);
 }
 
 }  // namespace
@@ -122,8 +143,9 @@ void init_linalg(py::module_& m) {
   bind_tri(m, cls, "tril", "tril_", &tril, &tril_out, &tril_);
   bind_tri(m, cls, "triu", "triu_", &triu, &triu_out, &triu_);
 
-  m.def("trace", [](py::handle a) { return trace(tensor_arg(a, "trace", "input", 1)); },
-        py::arg("input"));
+  m.def(
+      "trace", [](py::handle a) { return trace(tensor_arg(a, "trace", "input", 1)); },
+      py::arg("input"));
   cls.def("trace", [](const Tensor& a) { return trace(a); });
 
   // a @ b, b @ a. Anything but a Tensor: NotImplemented, so Python raises its TypeError.

@@ -23,11 +23,20 @@ void translate(std::exception_ptr p) {
   } catch (const Error& e) {
     PyObject* type = PyExc_RuntimeError;
     switch (e.kind()) {
-      case ErrorKind::Index: type = PyExc_IndexError; break;
-      case ErrorKind::Type: type = PyExc_TypeError; break;
-      case ErrorKind::Value: type = PyExc_ValueError; break;
-      case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
-      default: break;
+      case ErrorKind::Index:
+        type = PyExc_IndexError;
+        break;
+      case ErrorKind::Type:
+        type = PyExc_TypeError;
+        break;
+      case ErrorKind::Value:
+        type = PyExc_ValueError;
+        break;
+      case ErrorKind::NotImplemented:
+        type = PyExc_NotImplementedError;
+        break;
+      default:
+        break;
     }
     PyErr_SetString(type, e.what());
   }

@@ -76,8 +76,7 @@ void init_nn(py::module_& m) {
 
   // ---- activations: out-of-place, and `name_` in place ----
 #define EMBER_ACT(name, sig, call, ...)                                                            \
-  nn.def(                                                                                          \
-      #name, [] sig { return call; }, arg("input"), ##__VA_ARGS__);                                \
+  nn.def(#name, [] sig { return call; }, arg("input"), ##__VA_ARGS__);                             \
   nn.def(                                                                                          \
       #name "_",                                                                                   \
       [] sig { return activation_(input, #name "_", [&](const Tensor& input) { return call; }); }, \

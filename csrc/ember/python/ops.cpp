@@ -36,7 +36,8 @@ py::object div_py(const Tensor& x, const Tensor& y, py::handle mode, py::handle 
     return py::reinterpret_borrow<py::object>(out);
   }
   if (!py::isinstance<py::str>(mode))
-    raise(ErrorKind::Type, "div(): argument 'rounding_mode' must be str or None, not ", type_name(mode));
+    raise(ErrorKind::Type, "div(): argument 'rounding_mode' must be str or None, not ",
+          type_name(mode));
   return result_or_out(div_rounding(x, y, mode.cast<std::string>()), out, "div");
 }
 
@@ -204,7 +205,8 @@ void init_ops(py::module_& m) {
   // div takes rounding_mode (the table's generic binding does not); replaced, not overloaded.
   m.attr("div") = py::cpp_function(
       [](py::handle a, py::handle b, py::handle mode, py::handle out) {
-        return div_py(tensor_or_scalar(a, "div", "input"), tensor_or_scalar(b, "div", "other"), mode, out);
+        return div_py(tensor_or_scalar(a, "div", "input"), tensor_or_scalar(b, "div", "other"),
+                      mode, out);
       },
       py::name("div"), py::arg("input"), py::arg("other"), py::kw_only(),
       py::arg("rounding_mode") = py::none(), py::arg("out") = py::none());
@@ -219,9 +221,11 @@ void init_ops(py::module_& m) {
         Tensor y = tensor_or_scalar(b, "div_", "other");
         if (mode.is_none()) return binary_(BinaryOp::div, a, y);
         if (!py::isinstance<py::str>(mode))
-          raise(ErrorKind::Type, "div_(): argument 'rounding_mode' must be str or None, not ", type_name(mode));
+          raise(ErrorKind::Type, "div_(): argument 'rounding_mode' must be str or None, not ",
+                type_name(mode));
         std::string md = mode.cast<std::string>();
-        return inplace_from(a, "div_", {&y}, [&](const Tensor& s) { return div_rounding(s, y, md); });
+        return inplace_from(a, "div_", {&y},
+                            [&](const Tensor& s) { return div_rounding(s, y, md); });
       },
       py::name("div_"), py::is_method(cls), py::arg("other"), py::kw_only(),
       py::arg("rounding_mode") = py::none());
@@ -239,30 +243,31 @@ void init_ops(py::module_& m) {
   m.attr("absolute") = m.attr("abs");
   m.attr("negative") = m.attr("neg");
   m.attr("arctan2") = m.attr("atan2");
-  for (const char* a : {"multiply", "subtract", "divide", "true_divide", "greater", "less",
-                        "greater_equal", "less_equal", "not_equal", "absolute", "negative", "arctan2"}) {
+  for (const char* a :
+       {"multiply", "subtract", "divide", "true_divide", "greater", "less", "greater_equal",
+        "less_equal", "not_equal", "absolute", "negative", "arctan2"}) {
     std::string base = py::str(m.attr(a).attr("__name__"));
     cls.attr(a) = cls.attr(base.c_str());
     cls.attr((std::string(a) + "_").c_str()) = cls.attr((base + "_").c_str());
   }
 
   // Python operators. Forward, reflected (b op a) and augmented (a op= b).
-#define EMBER_OPERATOR(py_name, op)                                                    \
+#define EMBER_OPERATOR(py_name, op)                                                   \
   cls.def("__" py_name "__", [](const Tensor& a, py::handle b) -> py::object {        \
-    Tensor y;                                                                           \
-    if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);   \
-    return wrap(binary(op, a, y));                                                      \
-  });                                                                                   \
+    Tensor y;                                                                         \
+    if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented); \
+    return wrap(binary(op, a, y));                                                    \
+  });                                                                                 \
   cls.def("__r" py_name "__", [](const Tensor& a, py::handle b) -> py::object {       \
-    Tensor x;                                                                           \
-    if (!operand(b, x)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);   \
-    return wrap(binary(op, x, a));                                                      \
-  });                                                                                   \
+    Tensor x;                                                                         \
+    if (!operand(b, x)) return py::reinterpret_borrow<py::object>(Py_NotImplemented); \
+    return wrap(binary(op, x, a));                                                    \
+  });                                                                                 \
   cls.def("__i" py_name "__", [](py::handle self, py::handle b) -> py::object {       \
-    Tensor y;                                                                           \
-    if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);   \
-    binary_(op, self.cast<Tensor&>(), y);                                               \
-    return py::reinterpret_borrow<py::object>(self);                                    \
+    Tensor y;                                                                         \
+    if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented); \
+    binary_(op, self.cast<Tensor&>(), y);                                             \
+    return py::reinterpret_borrow<py::object>(self);                                  \
   });
   EMBER_OPERATOR("add", BinaryOp::add)
   EMBER_OPERATOR("sub", BinaryOp::sub)
@@ -282,16 +287,17 @@ void init_ops(py::module_& m) {
       [](const Tensor& a, py::handle b) -> py::object {
         Tensor x;
         if (!operand(b, x)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        if (x.impl()->wrapped_number) return wrap(binary(BinaryOp::mul, unary(UnaryOp::reciprocal, a), x));
+        if (x.impl()->wrapped_number)
+          return wrap(binary(BinaryOp::mul, unary(UnaryOp::reciprocal, a), x));
         return wrap(binary(BinaryOp::div, x, a));
       },
       py::name("__rtruediv__"), py::is_method(cls));
 
-#define EMBER_COMPARE(py_name, op)                                                  \
-  cls.def("__" py_name "__", [](const Tensor& a, py::handle b) -> py::object {     \
-    Tensor y;                                                                        \
+#define EMBER_COMPARE(py_name, op)                                                    \
+  cls.def("__" py_name "__", [](const Tensor& a, py::handle b) -> py::object {        \
+    Tensor y;                                                                         \
     if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented); \
-    return wrap(binary(op, a, y));                                                   \
+    return wrap(binary(op, a, y));                                                    \
   });
   EMBER_COMPARE("eq", BinaryOp::eq)
   EMBER_COMPARE("ne", BinaryOp::ne)
@@ -311,7 +317,8 @@ void init_ops(py::module_& m) {
   cls.def("__abs__", [](const Tensor& a) { return unary(UnaryOp::abs, a); });
   cls.def("__invert__", [](const Tensor& a) {
     if (is_floating(a.dtype()))
-      raise(ErrorKind::Type, "~ (operator.invert) is only implemented on integer and Boolean-type tensors, got ",
+      raise(ErrorKind::Type,
+            "~ (operator.invert) is only implemented on integer and Boolean-type tensors, got ",
             dtype_name(a.dtype()));
     if (a.dtype() == DType::Bool) return unary(UnaryOp::logical_not, a);
     return unary(UnaryOp::bitwise_not, a);
@@ -327,15 +334,19 @@ void init_ops(py::module_& m) {
     if (!hi.is_none()) mx = tensor_or_scalar(hi, "clamp", "max");
     return clamp(a, mn, mx);
   };
-  m.def("clamp", clamp_py, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
+  m.def("clamp", clamp_py, py::arg("input"), py::arg("min") = py::none(),
+        py::arg("max") = py::none());
   cls.def("clamp", clamp_py, py::arg("min") = py::none(), py::arg("max") = py::none());
-  cls.def("clamp_", [](const Tensor& a, py::handle lo, py::handle hi) {
-    std::optional<Tensor> mn, mx;
-    if (!lo.is_none()) mn = tensor_or_scalar(lo, "clamp_", "min");
-    if (!hi.is_none()) mx = tensor_or_scalar(hi, "clamp_", "max");
-    return inplace_from(a, "clamp_", {mn ? &*mn : nullptr, mx ? &*mx : nullptr},
-                        [&](const Tensor& src) { return clamp(src, mn, mx); });
-  }, py::arg("min") = py::none(), py::arg("max") = py::none());
+  cls.def(
+      "clamp_",
+      [](const Tensor& a, py::handle lo, py::handle hi) {
+        std::optional<Tensor> mn, mx;
+        if (!lo.is_none()) mn = tensor_or_scalar(lo, "clamp_", "min");
+        if (!hi.is_none()) mx = tensor_or_scalar(hi, "clamp_", "max");
+        return inplace_from(a, "clamp_", {mn ? &*mn : nullptr, mx ? &*mx : nullptr},
+                            [&](const Tensor& src) { return clamp(src, mn, mx); });
+      },
+      py::arg("min") = py::none(), py::arg("max") = py::none());
   m.attr("clip") = m.attr("clamp");
   cls.attr("clip") = cls.attr("clamp");
   cls.attr("clip_") = cls.attr("clamp_");
@@ -345,7 +356,8 @@ void init_ops(py::module_& m) {
       [](const Tensor& a, int64_t decimals, py::handle out) -> py::object {
         const Tensor* o = out_arg(out, "round");
         if (!o) return wrap(round_decimals(a, decimals));
-        if (decimals == 0) unary_out(UnaryOp::round, a, *o);
+        if (decimals == 0)
+          unary_out(UnaryOp::round, a, *o);
         else
           return result_or_out(round_decimals(a, decimals), out, "round");
         return py::reinterpret_borrow<py::object>(out);
@@ -354,30 +366,41 @@ void init_ops(py::module_& m) {
       py::arg("out") = py::none());
   cls.attr("round") = py::cpp_function(round_py, py::name("round"), py::is_method(cls),
                                        py::kw_only(), py::arg("decimals") = 0);
-  cls.attr("round_") = py::cpp_function([round_py](const Tensor& a, int64_t d) {
-                                          return inplace_from(a, "round_", {}, [&](const Tensor& src) { return round_py(src, d); });
-                                        },
-                                        py::name("round_"), py::is_method(cls), py::kw_only(), py::arg("decimals") = 0);
+  cls.attr("round_") = py::cpp_function(
+      [round_py](const Tensor& a, int64_t d) {
+        return inplace_from(a, "round_", {}, [&](const Tensor& src) { return round_py(src, d); });
+      },
+      py::name("round_"), py::is_method(cls), py::kw_only(), py::arg("decimals") = 0);
   cls.attr("__round__") = cls.attr("round");
   auto lerp_py = [](const Tensor& a, const Tensor& b, py::handle w) {
     return lerp(a, b, tensor_or_scalar(w, "lerp", "weight"));
   };
   m.def("lerp", lerp_py, py::arg("input"), py::arg("end"), py::arg("weight"));
   cls.def("lerp", lerp_py, py::arg("end"), py::arg("weight"));
-  cls.def("lerp_", [](const Tensor& a, const Tensor& b, py::handle w) {
-    Tensor wt = tensor_or_scalar(w, "lerp", "weight");
-    return inplace_from(a, "lerp_", {&b, &wt}, [&](const Tensor& src) { return lerp(src, b, wt); });
-  }, py::arg("end"), py::arg("weight"));
-  auto nan_to_num_py = [](const Tensor& a, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  cls.def(
+      "lerp_",
+      [](const Tensor& a, const Tensor& b, py::handle w) {
+        Tensor wt = tensor_or_scalar(w, "lerp", "weight");
+        return inplace_from(a, "lerp_", {&b, &wt},
+                            [&](const Tensor& src) { return lerp(src, b, wt); });
+      },
+      py::arg("end"), py::arg("weight"));
+  auto nan_to_num_py = [](const Tensor& a, double nan, std::optional<double> posinf,
+                          std::optional<double> neginf) {
     return nan_to_num(a, nan, posinf, neginf);
   };
   m.def("nan_to_num", nan_to_num_py, py::arg("input"), py::arg("nan") = 0.0,
         py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
   cls.def("nan_to_num", nan_to_num_py, py::arg("nan") = 0.0, py::arg("posinf") = py::none(),
           py::arg("neginf") = py::none());
-  cls.def("nan_to_num_", [nan_to_num_py](const Tensor& a, double nan, std::optional<double> p, std::optional<double> n) {
-    return inplace_from(a, "nan_to_num_", {}, [&](const Tensor& src) { return nan_to_num_py(src, nan, p, n); });
-  }, py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
+  cls.def(
+      "nan_to_num_",
+      [nan_to_num_py](const Tensor& a, double nan, std::optional<double> p,
+                      std::optional<double> n) {
+        return inplace_from(a, "nan_to_num_", {},
+                            [&](const Tensor& src) { return nan_to_num_py(src, nan, p, n); });
+      },
+      py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
 
   m.def("result_type", [](py::handle a, py::handle b) {
     return dtype_object(result_type(tensor_or_scalar(a, "result_type", "tensor1"),

@@ -2,14 +2,14 @@
 // is declared once with def_op (python/def_op.h), which makes the function, the
 // method, the in-place form and out= from one lambda.
 #include "ember/ops/surface.h"
-#include "ember/ops/surface_random.h"
-#include "ember/python/factory_args.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
+#include "ember/ops/surface_random.h"
 #include "ember/ops/view.h"
 #include "ember/python/def_op.h"
+#include "ember/python/factory_args.h"
 
 namespace ember::python {
 namespace {
@@ -404,16 +404,27 @@ void init_surface(py::module_& m) {
       [](const Tensor& a, int64_t n) { return matrix_power(a, n); }, arg("n"));
 
   // ---- random fills ----
-  cls.def("geometric_", [](const Tensor& t, double p, py::object gen) { return geometric_(t, p, generator_arg(gen)); },
-          arg("p"), py::kw_only(), arg("generator") = none);
-  cls.def("log_normal_", [](const Tensor& t, double mean, double std, py::object gen) {
-    return log_normal_(t, mean, std, generator_arg(gen));
-  }, arg("mean") = 1.0, arg("std") = 2.0, py::kw_only(), arg("generator") = none);
-  cls.def("cauchy_", [](const Tensor& t, double median, double sigma, py::object gen) {
-    return cauchy_(t, median, sigma, generator_arg(gen));
-  }, arg("median") = 0.0, arg("sigma") = 1.0, py::kw_only(), arg("generator") = none);
-  def_fn(m, "poisson", [](const Tensor& t, py::object gen) { return poisson(t, generator_arg(gen)); }, arg("input"),
-         arg("generator") = none);
+  cls.def(
+      "geometric_",
+      [](const Tensor& t, double p, py::object gen) {
+        return geometric_(t, p, generator_arg(gen));
+      },
+      arg("p"), py::kw_only(), arg("generator") = none);
+  cls.def(
+      "log_normal_",
+      [](const Tensor& t, double mean, double std, py::object gen) {
+        return log_normal_(t, mean, std, generator_arg(gen));
+      },
+      arg("mean") = 1.0, arg("std") = 2.0, py::kw_only(), arg("generator") = none);
+  cls.def(
+      "cauchy_",
+      [](const Tensor& t, double median, double sigma, py::object gen) {
+        return cauchy_(t, median, sigma, generator_arg(gen));
+      },
+      arg("median") = 0.0, arg("sigma") = 1.0, py::kw_only(), arg("generator") = none);
+  def_fn(
+      m, "poisson", [](const Tensor& t, py::object gen) { return poisson(t, generator_arg(gen)); },
+      arg("input"), arg("generator") = none);
 
   bind_surface_numerics(m, cls);
 }

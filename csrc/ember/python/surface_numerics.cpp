@@ -181,46 +181,67 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
       },
       arg("index"), arg("source"), arg("accumulate") = false);
 
-  def_op(m, cls, "scatter_reduce", kAll, [](const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src,
-                                            const std::string& reduce, bool include_self) {
-    return scatter_reduce(a, dim, index, src, reduce, include_self);
-  }, arg("dim"), arg("index"), arg("src"), arg("reduce"), py::kw_only(), arg("include_self") = true);
-  def_op(m, cls, "index_reduce", kAll, [](const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src,
-                                          const std::string& reduce, bool include_self) {
-    return index_reduce(a, dim, index, src, reduce, include_self);
-  }, arg("dim"), arg("index"), arg("source"), arg("reduce"), py::kw_only(), arg("include_self") = true);
+  def_op(
+      m, cls, "scatter_reduce", kAll,
+      [](const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src,
+         const std::string& reduce,
+         bool include_self) { return scatter_reduce(a, dim, index, src, reduce, include_self); },
+      arg("dim"), arg("index"), arg("src"), arg("reduce"), py::kw_only(),
+      arg("include_self") = true);
+  def_op(
+      m, cls, "index_reduce", kAll,
+      [](const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src,
+         const std::string& reduce,
+         bool include_self) { return index_reduce(a, dim, index, src, reduce, include_self); },
+      arg("dim"), arg("index"), arg("source"), arg("reduce"), py::kw_only(),
+      arg("include_self") = true);
 
-  def_op(m, cls, "histogram", kFnMethod, [](const Tensor& a, py::handle bins, py::handle range,
-                                            std::optional<Tensor> weight, bool density) {
-    std::optional<Tensor> edges;
-    int64_t nb = 100;
-    Tensor* t;
-    if (as_tensor(bins, t)) edges = *t;
-    else nb = int_arg(bins, "histogram", "bins");
-    std::optional<std::pair<double, double>> r;
-    if (!range.is_none()) {
-      auto seq = range.cast<std::vector<double>>();
-      EMBER_CHECK_TYPE(seq.size() == 2, "histogram(): range must be a pair of floats");
-      r = std::make_pair(seq[0], seq[1]);
-    }
-    auto [h, e] = histogram(a, edges, nb, r, weight, density);
-    return named("histogram", h, e);
-  }, arg("bins") = 100, py::kw_only(), arg("range") = none, arg("weight") = none, arg("density") = false);
+  def_op(
+      m, cls, "histogram", kFnMethod,
+      [](const Tensor& a, py::handle bins, py::handle range, std::optional<Tensor> weight,
+         bool density) {
+        std::optional<Tensor> edges;
+        int64_t nb = 100;
+        Tensor* t;
+        if (as_tensor(bins, t))
+          edges = *t;
+        else
+          nb = int_arg(bins, "histogram", "bins");
+        std::optional<std::pair<double, double>> r;
+        if (!range.is_none()) {
+          auto seq = range.cast<std::vector<double>>();
+          EMBER_CHECK_TYPE(seq.size() == 2, "histogram(): range must be a pair of floats");
+          r = std::make_pair(seq[0], seq[1]);
+        }
+        auto [h, e] = histogram(a, edges, nb, r, weight, density);
+        return named("histogram", h, e);
+      },
+      arg("bins") = 100, py::kw_only(), arg("range") = none, arg("weight") = none,
+      arg("density") = false);
   def_op(m, cls, "matrix_exp", kFnMethod, [](const Tensor& a) { return matrix_exp(a); });
 
   // ---- reductions and statistics ----
-  def_op(m, cls, "cummax", kFnMethod, [](const Tensor& a, int64_t dim) {
-    auto [v, i] = cummax(a, dim);
-    return named("cummax", v, i);
-  }, arg("dim"));
-  def_op(m, cls, "cummin", kFnMethod, [](const Tensor& a, int64_t dim) {
-    auto [v, i] = cummin(a, dim);
-    return named("cummin", v, i);
-  }, arg("dim"));
-  def_op(m, cls, "mode", kFnMethod, [](const Tensor& a, int64_t dim, bool keepdim) {
-    auto [v, i] = mode(a, dim, keepdim);
-    return named("mode", v, i);
-  }, arg("dim") = -1, arg("keepdim") = false);
+  def_op(
+      m, cls, "cummax", kFnMethod,
+      [](const Tensor& a, int64_t dim) {
+        auto [v, i] = cummax(a, dim);
+        return named("cummax", v, i);
+      },
+      arg("dim"));
+  def_op(
+      m, cls, "cummin", kFnMethod,
+      [](const Tensor& a, int64_t dim) {
+        auto [v, i] = cummin(a, dim);
+        return named("cummin", v, i);
+      },
+      arg("dim"));
+  def_op(
+      m, cls, "mode", kFnMethod,
+      [](const Tensor& a, int64_t dim, bool keepdim) {
+        auto [v, i] = mode(a, dim, keepdim);
+        return named("mode", v, i);
+      },
+      arg("dim") = -1, arg("keepdim") = false);
   def_op(
       m, cls, "nanmedian", kFnMethod,
       [](const Tensor& a, py::handle dim, bool keepdim) -> py::object {

@@ -24,9 +24,12 @@ py::object element_to_py(DType dt, const char* p) {
     }
     T v;
     std::memcpy(&v, p, sizeof(T));
-    if constexpr (std::is_same<T, bool>::value) return py::bool_(v);
-    else if constexpr (std::is_integral<T>::value) return py::int_(int64_t(v));
-    else return py::float_(double(v));
+    if constexpr (std::is_same<T, bool>::value)
+      return py::bool_(v);
+    else if constexpr (std::is_integral<T>::value)
+      return py::int_(int64_t(v));
+    else
+      return py::float_(double(v));
   });
 }
 
@@ -46,7 +49,8 @@ py::object tolist_rec(const Tensor& t, int64_t dim, const char* p) {
   const int64_t n = t.sizes()[dim];
   const int64_t st = t.numel() && n > 1 ? t.strides()[dim] * t.element_size() : 0;
   py::list l(n);
-  for (int64_t i = 0; i < n; ++i) PyList_SET_ITEM(l.ptr(), i, tolist_rec(t, dim + 1, p + i * st).release().ptr());
+  for (int64_t i = 0; i < n; ++i)
+    PyList_SET_ITEM(l.ptr(), i, tolist_rec(t, dim + 1, p + i * st).release().ptr());
   return std::move(l);
 }
 
@@ -74,20 +78,27 @@ Tensor to(const Tensor& self, const py::args& args, const py::kwargs& kwargs) {
       device = device_arg(a);
     } else if (PyBool_Check(a.ptr())) {
       if (i + 1 == args.size() || true) {  // positional non_blocking / copy, as PyTorch allows
-        if (!dtype && !device) raise(ErrorKind::Type, "to() received an invalid combination of arguments");
+        if (!dtype && !device)
+          raise(ErrorKind::Type, "to() received an invalid combination of arguments");
       }
     } else {
-      raise(ErrorKind::Type, "to() received an invalid combination of arguments - got argument of type ",
+      raise(ErrorKind::Type,
+            "to() received an invalid combination of arguments - got argument of type ",
             type_name(a), "; expected a dtype, a device, a device string or a Tensor");
     }
   }
   for (auto kv : kwargs) {
     std::string k = py::str(kv.first);
-    if (k == "dtype") dtype = optional_dtype(kv.second, "to");
-    else if (k == "device") device = optional_device(kv.second);
-    else if (k == "copy") copy = kv.second.cast<bool>();
-    else if (k == "non_blocking" || k == "memory_format") continue;
-    else raise(ErrorKind::Type, "to() got an unexpected keyword argument '", k, "'");
+    if (k == "dtype")
+      dtype = optional_dtype(kv.second, "to");
+    else if (k == "device")
+      device = optional_device(kv.second);
+    else if (k == "copy")
+      copy = kv.second.cast<bool>();
+    else if (k == "non_blocking" || k == "memory_format")
+      continue;
+    else
+      raise(ErrorKind::Type, "to() got an unexpected keyword argument '", k, "'");
   }
   Tensor r = self;
   bool copied = false;
@@ -108,23 +119,35 @@ Tensor to(const Tensor& self, const py::args& args, const py::kwargs& kwargs) {
 
 const char* numpy_format(DType t) {
   switch (t) {
-    case DType::Bool: return "?";
-    case DType::UInt8: return "B";
-    case DType::Int8: return "b";
-    case DType::Int16: return "h";
-    case DType::Int32: return "i";
-    case DType::Int64: return "q";
-    case DType::Float16: return "e";
-    case DType::Float32: return "f";
-    case DType::Float64: return "d";
-    default: return nullptr;
+    case DType::Bool:
+      return "?";
+    case DType::UInt8:
+      return "B";
+    case DType::Int8:
+      return "b";
+    case DType::Int16:
+      return "h";
+    case DType::Int32:
+      return "i";
+    case DType::Int64:
+      return "q";
+    case DType::Float16:
+      return "e";
+    case DType::Float32:
+      return "f";
+    case DType::Float64:
+      return "d";
+    default:
+      return nullptr;
   }
 }
 
 py::array to_numpy(const Tensor& t, bool force) {
   Tensor c = t;
   if (autograd::requires_grad(c)) {
-    EMBER_CHECK(force, "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
+    EMBER_CHECK(
+        force,
+        "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
     c = autograd::detach(c);
   }
   if (!c.device().is_cpu()) {
@@ -134,8 +157,8 @@ py::array to_numpy(const Tensor& t, bool force) {
     c = cpu_for_read(c);
   }
   const char* fmt = numpy_format(c.dtype());
-  EMBER_CHECK_TYPE(fmt, "Got unsupported ScalarType ", dtype_name(c.dtype()),
-                   ": NumPy has no ", dtype_name(c.dtype()), "; convert with .float() first");
+  EMBER_CHECK_TYPE(fmt, "Got unsupported ScalarType ", dtype_name(c.dtype()), ": NumPy has no ",
+                   dtype_name(c.dtype()), "; convert with .float() first");
   std::vector<ssize_t> shape(c.sizes().begin(), c.sizes().end()), strides;
   for (int64_t s : c.strides()) strides.push_back(s * c.element_size());
   // The capsule owns a reference to the tensor, so NumPy keeps the storage alive.
@@ -153,42 +176,57 @@ void release_pyobject(void* ctx) {
 }  // namespace
 
 Tensor from_numpy(py::handle obj) {
-  EMBER_CHECK_TYPE(py::isinstance<py::array>(obj), "expected np.ndarray (got ", type_name(obj), ")");
+  EMBER_CHECK_TYPE(py::isinstance<py::array>(obj), "expected np.ndarray (got ", type_name(obj),
+                   ")");
   py::array arr = py::reinterpret_borrow<py::array>(obj);
   std::string kind(1, arr.dtype().kind());
   int64_t itemsize = arr.itemsize();
   DType dt;
-  if (kind == "b") dt = DType::Bool;
-  else if (kind == "u" && itemsize == 1) dt = DType::UInt8;
-  else if (kind == "i" && itemsize == 1) dt = DType::Int8;
-  else if (kind == "i" && itemsize == 2) dt = DType::Int16;
-  else if (kind == "i" && itemsize == 4) dt = DType::Int32;
-  else if (kind == "i" && itemsize == 8) dt = DType::Int64;
-  else if (kind == "f" && itemsize == 2) dt = DType::Float16;
-  else if (kind == "f" && itemsize == 4) dt = DType::Float32;
-  else if (kind == "f" && itemsize == 8) dt = DType::Float64;
+  if (kind == "b")
+    dt = DType::Bool;
+  else if (kind == "u" && itemsize == 1)
+    dt = DType::UInt8;
+  else if (kind == "i" && itemsize == 1)
+    dt = DType::Int8;
+  else if (kind == "i" && itemsize == 2)
+    dt = DType::Int16;
+  else if (kind == "i" && itemsize == 4)
+    dt = DType::Int32;
+  else if (kind == "i" && itemsize == 8)
+    dt = DType::Int64;
+  else if (kind == "f" && itemsize == 2)
+    dt = DType::Float16;
+  else if (kind == "f" && itemsize == 4)
+    dt = DType::Float32;
+  else if (kind == "f" && itemsize == 8)
+    dt = DType::Float64;
   else
     raise(ErrorKind::Type, "can't convert np.ndarray of type ", std::string(py::str(arr.dtype())),
           ". The only supported types are: float64, float32, float16, int64, int32, int16, int8, "
           "uint8, and bool.");
   char bo = arr.dtype().byteorder();
-  EMBER_CHECK_VALUE(bo != '>', "given numpy array has byte order different from the native byte "
-                               "order. Conversion between byte orders is currently not supported.");
+  EMBER_CHECK_VALUE(bo != '>',
+                    "given numpy array has byte order different from the native byte "
+                    "order. Conversion between byte orders is currently not supported.");
   Shape sizes, strides;
   int64_t extent = 1;
   bool empty_arr = false;
   for (ssize_t d = 0; d < arr.ndim(); ++d) {
     int64_t sz = arr.shape(d), st = arr.strides(d);
-    EMBER_CHECK_VALUE(st >= 0, "At least one stride in the given numpy array is negative, and "
-                               "tensors with negative strides are not currently supported. (You can "
-                               "probably work around this by making a copy of your array with "
-                               "array.copy().)");
-    EMBER_CHECK_VALUE(st % itemsize == 0, "given numpy array strides not a multiple of the element "
-                                          "byte size. Copy the numpy array to reallocate the memory.");
+    EMBER_CHECK_VALUE(st >= 0,
+                      "At least one stride in the given numpy array is negative, and "
+                      "tensors with negative strides are not currently supported. (You can "
+                      "probably work around this by making a copy of your array with "
+                      "array.copy().)");
+    EMBER_CHECK_VALUE(st % itemsize == 0,
+                      "given numpy array strides not a multiple of the element "
+                      "byte size. Copy the numpy array to reallocate the memory.");
     sizes.push_back(sz);
     strides.push_back(st / itemsize);
-    if (sz == 0) empty_arr = true;
-    else extent += (sz - 1) * (st / itemsize);
+    if (sz == 0)
+      empty_arr = true;
+    else
+      extent += (sz - 1) * (st / itemsize);
   }
   size_t nbytes = empty_arr ? 0 : size_t(extent * itemsize);
   Py_INCREF(arr.ptr());
@@ -199,7 +237,8 @@ Tensor from_numpy(py::handle obj) {
 void init_tensor(py::module_& m) {
   py::class_<PyDType>(m, "dtype")
       .def_property_readonly("itemsize", [](const PyDType& d) { return element_size(d.dtype); })
-      .def_property_readonly("is_floating_point", [](const PyDType& d) { return is_floating(d.dtype); })
+      .def_property_readonly("is_floating_point",
+                             [](const PyDType& d) { return is_floating(d.dtype); })
       .def_property_readonly("is_signed", [](const PyDType& d) { return is_signed(d.dtype); })
       .def_property_readonly("is_complex", [](const PyDType&) { return false; })
       .def("__repr__", [](const PyDType& d) { return std::string("ember.") + dtype_name(d.dtype); })
@@ -213,8 +252,10 @@ void init_tensor(py::module_& m) {
       .def(py::init([](py::object type, py::object index) {
              Device d = device_arg(type);
              if (!index.is_none()) {
-               EMBER_CHECK(d.index < 0, "type (string) must not include an index because index was passed explicitly: ",
-                           std::string(py::str(type)));
+               EMBER_CHECK(
+                   d.index < 0,
+                   "type (string) must not include an index because index was passed explicitly: ",
+                   std::string(py::str(type)));
                int64_t i = int_arg(index, "device", "index");
                EMBER_CHECK(i >= 0, "Device index must not be negative");
                d.index = int16_t(i);
@@ -222,27 +263,34 @@ void init_tensor(py::module_& m) {
              return PyDevice{d};
            }),
            py::arg("type"), py::arg("index") = py::none())
-      .def_property_readonly("type", [](const PyDevice& d) { return d.device.is_cpu() ? "cpu" : "cuda"; })
-      .def_property_readonly("index", [](const PyDevice& d) -> py::object {
-        if (d.device.index < 0) return py::none();
-        return py::int_(d.device.index);
-      })
-      .def("__repr__", [](const PyDevice& d) {
-        std::string s = "device(type='" + std::string(d.device.is_cpu() ? "cpu" : "cuda") + "'";
-        if (d.device.index >= 0) s += ", index=" + std::to_string(d.device.index);
-        return s + ")";
-      })
+      .def_property_readonly("type",
+                             [](const PyDevice& d) { return d.device.is_cpu() ? "cpu" : "cuda"; })
+      .def_property_readonly("index",
+                             [](const PyDevice& d) -> py::object {
+                               if (d.device.index < 0) return py::none();
+                               return py::int_(d.device.index);
+                             })
+      .def("__repr__",
+           [](const PyDevice& d) {
+             std::string s =
+                 "device(type='" + std::string(d.device.is_cpu() ? "cpu" : "cuda") + "'";
+             if (d.device.index >= 0) s += ", index=" + std::to_string(d.device.index);
+             return s + ")";
+           })
       .def("__str__", [](const PyDevice& d) { return d.device.str(); })
-      .def("__eq__", [](const PyDevice& a, py::handle b) {
-        if (py::isinstance<PyDevice>(b)) return a.device == b.cast<PyDevice&>().device;
-        if (PyUnicode_Check(b.ptr())) return a.device.str() == b.cast<std::string>();
-        return false;
-      })
-      .def("__hash__", [](const PyDevice& d) { return int(d.device.type) * 1000 + d.device.index; });
+      .def("__eq__",
+           [](const PyDevice& a, py::handle b) {
+             if (py::isinstance<PyDevice>(b)) return a.device == b.cast<PyDevice&>().device;
+             if (PyUnicode_Check(b.ptr())) return a.device.str() == b.cast<std::string>();
+             return false;
+           })
+      .def("__hash__",
+           [](const PyDevice& d) { return int(d.device.type) * 1000 + d.device.index; });
 
   m.def("_set_size_class", &set_size_class);
   m.def("get_default_dtype", [] { return dtype_object(default_dtype()); });
-  m.def("set_default_dtype", [](py::handle d) { set_default_dtype(dtype_arg(d, "set_default_dtype")); });
+  m.def("set_default_dtype",
+        [](py::handle d) { set_default_dtype(dtype_arg(d, "set_default_dtype")); });
   m.def("from_numpy", &from_numpy);
   m.def("_legacy_type_name", [](const Tensor& t) { return legacy_type_name(t.dtype()); });
   m.def("_cpu_allocator_stats", [] {
@@ -271,23 +319,30 @@ void init_tensor(py::module_& m) {
     if (all_ints) return empty(shape_from_args(args, "Tensor", "size"), default_dtype(), dev);
     EMBER_CHECK_TYPE(args.size() == 1, "Tensor(): expected sizes (ints) or one data argument, got ",
                      args.size(), " arguments");
-    py::object r = py::module_::import("ember").attr("tensor")(args[0], py::arg("dtype") = dtype_object(default_dtype()),
-                                                               py::arg("device") = device_object(dev));
+    py::object r = py::module_::import("ember").attr("tensor")(
+        args[0], py::arg("dtype") = dtype_object(default_dtype()),
+        py::arg("device") = device_object(dev));
     return r.cast<Tensor>();
   }));
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_object(t.sizes()); })
-      .def("size", [](const Tensor& t, py::object dim) -> py::object {
-        if (dim.is_none()) return size_object(t.sizes());
-        return py::int_(t.size(int_arg(dim, "size", "dim")));
-      }, py::arg("dim") = py::none())
-      .def("stride", [](const Tensor& t, py::object dim) -> py::object {
-        if (dim.is_none()) {
-          py::tuple r(t.dim());
-          for (int64_t i = 0; i < t.dim(); ++i) r[i] = t.strides()[i];
-          return std::move(r);
-        }
-        return py::int_(t.stride(int_arg(dim, "stride", "dim")));
-      }, py::arg("dim") = py::none())
+      .def(
+          "size",
+          [](const Tensor& t, py::object dim) -> py::object {
+            if (dim.is_none()) return size_object(t.sizes());
+            return py::int_(t.size(int_arg(dim, "size", "dim")));
+          },
+          py::arg("dim") = py::none())
+      .def(
+          "stride",
+          [](const Tensor& t, py::object dim) -> py::object {
+            if (dim.is_none()) {
+              py::tuple r(t.dim());
+              for (int64_t i = 0; i < t.dim(); ++i) r[i] = t.strides()[i];
+              return std::move(r);
+            }
+            return py::int_(t.stride(int_arg(dim, "stride", "dim")));
+          },
+          py::arg("dim") = py::none())
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_property_readonly("device", [](const Tensor& t) { return device_object(t.device()); })
       .def_property_readonly("is_cuda", [](const Tensor& t) { return t.device().is_cuda(); })
@@ -302,7 +357,8 @@ void init_tensor(py::module_& m) {
       .def_property_readonly("nbytes", [](const Tensor& t) { return t.numel() * t.element_size(); })
       .def("storage_offset", &Tensor::storage_offset)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
-      .def("_storage_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage()->data.ptr); })
+      .def("_storage_ptr",
+           [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage()->data.ptr); })
       .def("_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes; })
       .def("_version_", [](const Tensor& t) { return t.version(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t.version(); })
@@ -314,98 +370,151 @@ void init_tensor(py::module_& m) {
       .def("clone", [](const Tensor& t, py::kwargs) { return clone(t); })
       .def("item", &item)
       .def("tolist", &tolist)
-      .def("numpy", [](const Tensor& t, bool force) { return to_numpy(t, force); }, py::kw_only(),
-           py::arg("force") = false)
+      .def(
+          "numpy", [](const Tensor& t, bool force) { return to_numpy(t, force); }, py::kw_only(),
+          py::arg("force") = false)
       .def("to", &to)
       .def("cpu", [](const Tensor& t) { return to_device(t, Device()); })
       .def("_is_same", [](const Tensor& a, const Tensor& b) { return a.is_same(b); })
-      .def("__len__", [](const Tensor& t) {
-        EMBER_CHECK_TYPE(t.dim() > 0, "len() of a 0-d tensor");
-        return t.sizes()[0];
-      })
-      .def("__hash__", [](py::handle self) { return py::hash(py::int_(reinterpret_cast<uintptr_t>(self.ptr()))); })
+      .def("__len__",
+           [](const Tensor& t) {
+             EMBER_CHECK_TYPE(t.dim() > 0, "len() of a 0-d tensor");
+             return t.sizes()[0];
+           })
+      .def("__hash__",
+           [](py::handle self) {
+             return py::hash(py::int_(reinterpret_cast<uintptr_t>(self.ptr())));
+           })
       // views
-      .def("view", [](const Tensor& t, py::args args) {
-        if (args.size() == 1 && (py::isinstance<PyDType>(args[0]))) {
-          DType d = dtype_arg(args[0]);
-          EMBER_CHECK(element_size(d) == t.element_size(), "view(dtype): only dtypes of the same size are supported (",
-                      dtype_name(t.dtype()), " -> ", dtype_name(d), ")");
-          Tensor v = make_view(t, t.sizes(), t.strides(), t.storage_offset());
-          v.impl()->dtype = d;
-          return v;
-        }
-        return view(t, shape_from_args(args, "view", "size"));
-      })
+      .def("view",
+           [](const Tensor& t, py::args args) {
+             if (args.size() == 1 && (py::isinstance<PyDType>(args[0]))) {
+               DType d = dtype_arg(args[0]);
+               EMBER_CHECK(element_size(d) == t.element_size(),
+                           "view(dtype): only dtypes of the same size are supported (",
+                           dtype_name(t.dtype()), " -> ", dtype_name(d), ")");
+               Tensor v = make_view(t, t.sizes(), t.strides(), t.storage_offset());
+               v.impl()->dtype = d;
+               return v;
+             }
+             return view(t, shape_from_args(args, "view", "size"));
+           })
       .def("view_as", [](const Tensor& t, const Tensor& o) { return view(t, o.sizes()); })
-      .def("reshape", [](const Tensor& t, py::args args) { return reshape(t, shape_from_args(args, "reshape", "shape")); })
+      .def("reshape",
+           [](const Tensor& t, py::args args) {
+             return reshape(t, shape_from_args(args, "reshape", "shape"));
+           })
       .def("reshape_as", [](const Tensor& t, const Tensor& o) { return reshape(t, o.sizes()); })
       .def("t", &ember::t)
-      .def_property_readonly("T", [](const Tensor& a) {
-        Shape dims;
-        for (int64_t i = a.dim() - 1; i >= 0; --i) dims.push_back(i);
-        return permute(a, dims);
-      })
-      .def_property_readonly("mT", [](const Tensor& a) {
-        EMBER_CHECK(a.dim() >= 2, "tensor.mT is only supported on matrices or batches of matrices. Got ", a.dim(), "-D tensor.");
-        return transpose(a, -2, -1);
-      })
-      .def("transpose", [](const Tensor& a, py::handle d0, py::handle d1) {
-        return transpose(a, int_arg(d0, "transpose", "dim0"), int_arg(d1, "transpose", "dim1"));
-      })
+      .def_property_readonly("T",
+                             [](const Tensor& a) {
+                               Shape dims;
+                               for (int64_t i = a.dim() - 1; i >= 0; --i) dims.push_back(i);
+                               return permute(a, dims);
+                             })
+      .def_property_readonly(
+          "mT",
+          [](const Tensor& a) {
+            EMBER_CHECK(a.dim() >= 2,
+                        "tensor.mT is only supported on matrices or batches of matrices. Got ",
+                        a.dim(), "-D tensor.");
+            return transpose(a, -2, -1);
+          })
+      .def("transpose",
+           [](const Tensor& a, py::handle d0, py::handle d1) {
+             return transpose(a, int_arg(d0, "transpose", "dim0"),
+                              int_arg(d1, "transpose", "dim1"));
+           })
       .def("swapaxes", [](const Tensor& a, int64_t d0, int64_t d1) { return transpose(a, d0, d1); })
-      .def("permute", [](const Tensor& a, py::args args) { return permute(a, shape_from_args(args, "permute", "dims")); })
-      .def("squeeze", [](const Tensor& a, py::object dim) {
-        if (dim.is_none()) return squeeze(a);
-        return squeeze(a, shape_arg(dim, "squeeze", "dim"));
-      }, py::arg("dim") = py::none())
-      .def("unsqueeze", [](const Tensor& a, py::handle d) { return unsqueeze(a, int_arg(d, "unsqueeze", "dim")); })
-      .def("expand", [](const Tensor& a, py::args args) { return expand(a, shape_from_args(args, "expand", "size")); })
+      .def("permute",
+           [](const Tensor& a, py::args args) {
+             return permute(a, shape_from_args(args, "permute", "dims"));
+           })
+      .def(
+          "squeeze",
+          [](const Tensor& a, py::object dim) {
+            if (dim.is_none()) return squeeze(a);
+            return squeeze(a, shape_arg(dim, "squeeze", "dim"));
+          },
+          py::arg("dim") = py::none())
+      .def("unsqueeze", [](const Tensor& a,
+                           py::handle d) { return unsqueeze(a, int_arg(d, "unsqueeze", "dim")); })
+      .def("expand",
+           [](const Tensor& a, py::args args) {
+             return expand(a, shape_from_args(args, "expand", "size"));
+           })
       .def("expand_as", [](const Tensor& a, const Tensor& o) { return expand(a, o.sizes()); })
-      .def("narrow", [](const Tensor& a, int64_t dim, py::handle start, int64_t len) {
-        return narrow(a, dim, int_arg(start, "narrow", "start"), len);
-      })
-      .def("select", [](const Tensor& a, int64_t dim, py::handle i) { return select(a, dim, int_arg(i, "select", "index")); })
+      .def("narrow",
+           [](const Tensor& a, int64_t dim, py::handle start, int64_t len) {
+             return narrow(a, dim, int_arg(start, "narrow", "start"), len);
+           })
+      .def("select", [](const Tensor& a, int64_t dim,
+                        py::handle i) { return select(a, dim, int_arg(i, "select", "index")); })
       .def("diagonal", &diagonal, py::arg("offset") = 0, py::arg("dim1") = 0, py::arg("dim2") = 1)
-      .def("unbind", [](const Tensor& a, int64_t dim) { return py::tuple(py::cast(unbind(a, dim))); }, py::arg("dim") = 0)
-      .def("split", [](const Tensor& a, py::handle s, int64_t dim) {
-        if (PyLong_Check(s.ptr())) return py::tuple(py::cast(split(a, s.cast<int64_t>(), dim)));
-        return py::tuple(py::cast(split_with_sizes(a, shape_arg(s, "split", "split_size"), dim)));
-      }, py::arg("split_size"), py::arg("dim") = 0)
-      .def("chunk", [](const Tensor& a, int64_t c, int64_t dim) { return py::tuple(py::cast(chunk(a, c, dim))); },
-           py::arg("chunks"), py::arg("dim") = 0)
+      .def(
+          "unbind",
+          [](const Tensor& a, int64_t dim) { return py::tuple(py::cast(unbind(a, dim))); },
+          py::arg("dim") = 0)
+      .def(
+          "split",
+          [](const Tensor& a, py::handle s, int64_t dim) {
+            if (PyLong_Check(s.ptr())) return py::tuple(py::cast(split(a, s.cast<int64_t>(), dim)));
+            return py::tuple(
+                py::cast(split_with_sizes(a, shape_arg(s, "split", "split_size"), dim)));
+          },
+          py::arg("split_size"), py::arg("dim") = 0)
+      .def(
+          "chunk",
+          [](const Tensor& a, int64_t c, int64_t dim) {
+            return py::tuple(py::cast(chunk(a, c, dim)));
+          },
+          py::arg("chunks"), py::arg("dim") = 0)
       .def("flatten", &flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
-      .def("unflatten", [](const Tensor& a, int64_t dim, py::handle sizes) {
-        return unflatten(a, dim, shape_arg(sizes, "unflatten", "sizes"));
-      })
-      .def("movedim", [](const Tensor& a, py::handle s, py::handle d) {
-        return movedim(a, shape_arg(s, "movedim", "source"), shape_arg(d, "movedim", "destination"));
-      })
-      .def("as_strided", [](const Tensor& a, py::handle size, py::handle stride, py::object off) {
-        std::optional<int64_t> o;
-        if (!off.is_none()) o = int_arg(off, "as_strided", "storage_offset");
-        return as_strided(a, shape_arg(size, "as_strided", "size"), shape_arg(stride, "as_strided", "stride"), o);
-      }, py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none())
+      .def("unflatten",
+           [](const Tensor& a, int64_t dim, py::handle sizes) {
+             return unflatten(a, dim, shape_arg(sizes, "unflatten", "sizes"));
+           })
+      .def("movedim",
+           [](const Tensor& a, py::handle s, py::handle d) {
+             return movedim(a, shape_arg(s, "movedim", "source"),
+                            shape_arg(d, "movedim", "destination"));
+           })
+      .def(
+          "as_strided",
+          [](const Tensor& a, py::handle size, py::handle stride, py::object off) {
+            std::optional<int64_t> o;
+            if (!off.is_none()) o = int_arg(off, "as_strided", "storage_offset");
+            return as_strided(a, shape_arg(size, "as_strided", "size"),
+                              shape_arg(stride, "as_strided", "stride"), o);
+          },
+          py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none())
       .def("_alias", [](const Tensor& a, bool share_version) { return alias(a, share_version); })
       // A flat 1-D view over the whole storage (uint8 for the untyped storage),
       // sharing its version counter: what Tensor.storage()/untyped_storage() wrap.
-      .def("_storage_view", [](const Tensor& a, bool untyped) {
-        DType dt = untyped ? DType::UInt8 : a.dtype();
-        int64_t n = int64_t(a.storage()->nbytes) / element_size(dt);
-        Tensor base = make_view(a, Shape{0}, Shape{1}, 0);
-        base.impl()->dtype = dt;
-        return make_view(base, Shape{n}, Shape{1}, 0);
-      }, py::arg("untyped") = false)
+      .def(
+          "_storage_view",
+          [](const Tensor& a, bool untyped) {
+            DType dt = untyped ? DType::UInt8 : a.dtype();
+            int64_t n = int64_t(a.storage()->nbytes) / element_size(dt);
+            Tensor base = make_view(a, Shape{0}, Shape{1}, 0);
+            base.impl()->dtype = dt;
+            return make_view(base, Shape{n}, Shape{1}, 0);
+          },
+          py::arg("untyped") = false)
       // in-place basics
-      .def("fill_", [](const Tensor& a, py::handle v) {
-        Tensor* t;
-        if (as_tensor(v, t))
-          EMBER_CHECK(t->dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
-                      t->dim(), " dimensions.");
-        return fill_(a, scalar_arg(v, "fill_", "value"));
-      })
+      .def("fill_",
+           [](const Tensor& a, py::handle v) {
+             Tensor* t;
+             if (as_tensor(v, t))
+               EMBER_CHECK(t->dim() == 0,
+                           "fill_ only supports 0-dimension value tensor but got tensor with ",
+                           t->dim(), " dimensions.");
+             return fill_(a, scalar_arg(v, "fill_", "value"));
+           })
       .def("zero_", [](const Tensor& a) { return fill_(a, Scalar(int64_t(0))); })
-      .def("copy_", [](const Tensor& a, const Tensor& src, bool) { return copy_(a, src); },
-           py::arg("src"), py::arg("non_blocking") = false);
+      .def(
+          "copy_", [](const Tensor& a, const Tensor& src, bool) { return copy_(a, src); },
+          py::arg("src"), py::arg("non_blocking") = false);
 }
 
 }  // namespace ember::python

@@ -16,7 +16,7 @@ def _tensor_seq(x, what):
     try:
         return tuple(x)
     except TypeError:
-        raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, not {type(x).__name__}")
+        raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, not {type(x).__name__}") from None
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

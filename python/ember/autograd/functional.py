@@ -32,7 +32,6 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v) by the double-vjp trick."""
-    is_tuple = not isinstance(inputs, _C.Tensor)
     ins = _prep(_tuple(inputs), True)
     vs = _tuple(v) if v is not None else tuple(_C.ones_like(i) for i in ins)
     with _C_enable_grad():

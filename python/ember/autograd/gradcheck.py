@@ -52,7 +52,7 @@ def _numerical_jacobian(fn, inputs, idx, eps):
         with _no_grad():
             hi = [_flat_numpy(o) for o in _as_tuple(fn(*inputs)) if isinstance(o, _C.Tensor)]
         target[where] = orig
-        cols.append([(h - l) / (2 * eps) for h, l in zip(hi, lo)])
+        cols.append([(h - lo_) / (2 * eps) for h, lo_ in zip(hi, lo)])
     return cols  # [input element][output index] -> vector over output elements
 
 

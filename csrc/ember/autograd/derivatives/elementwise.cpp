@@ -97,10 +97,9 @@ constexpr UnaryFacts unary_facts(U op) {
   }
 }
 
-#define NAME(Node) \
-  { #Node, #Node, #Node }
+#define NAME(Node) {#Node, #Node, #Node}
 #define NAMES3(tensor_tensor, scalar_other, scalar_self) \
-  { #tensor_tensor, #scalar_other, #scalar_self }
+  {#tensor_tensor, #scalar_other, #scalar_self}
 constexpr BinaryFacts binary_facts(B op) {
   switch (op) {
 #define EMBER_D(op, NAMES, SAVE_SELF, SAVE_OTHER, fs, fo) \

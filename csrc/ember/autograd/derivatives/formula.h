@@ -17,6 +17,8 @@ inline Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::eq,
 inline Tensor land(const Tensor& a, const Tensor& b) { return binary(BinaryOp::logical_and, a, b); }
 inline Tensor lor(const Tensor& a, const Tensor& b) { return binary(BinaryOp::logical_or, a, b); }
 /// A bool mask as 0/1 in `like`'s dtype.
-inline Tensor as_float(const Tensor& mask, const Tensor& like) { return to_dtype(mask, like.dtype()); }
+inline Tensor as_float(const Tensor& mask, const Tensor& like) {
+  return to_dtype(mask, like.dtype());
+}
 
 }  // namespace ember::autograd::formula

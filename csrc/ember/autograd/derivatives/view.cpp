@@ -8,7 +8,8 @@ void record_view(const char* name, const Tensor& in, const Tensor& out, ViewGrad
   if (!grad_enabled()) return;
   set_view_of(out, in);
   if (!requires_grad(in)) return;
-  record(name, {&in}, out, [fn](LambdaNode&, variable_list&& g) -> variable_list { return {fn(g[0])}; });
+  record(name, {&in}, out,
+         [fn](LambdaNode&, variable_list&& g) -> variable_list { return {fn(g[0])}; });
   materialize_meta(out)->view_version = meta(out)->base.version();
 }
 
@@ -17,7 +18,8 @@ void record_multi_view(const char* name, const Tensor& in, const std::vector<Ten
   if (!grad_enabled()) return;
   for (const Tensor& o : outs) set_view_of(o, in);
   if (!requires_grad(in) || outs.empty()) return;
-  record_multi(name, {in}, outs, [fn](LambdaNode&, variable_list&& g) -> variable_list { return {fn(g)}; });
+  record_multi(name, {in}, outs,
+               [fn](LambdaNode&, variable_list&& g) -> variable_list { return {fn(g)}; });
   for (const Tensor& o : outs) materialize_meta(o)->view_version = meta(o)->base.version();
 }
 

@@ -37,7 +37,8 @@ CpuCapability choose() {
       want = best;  // unknown value: ignored, as PyTorch's ATEN_CPU_CAPABILITY
     if (int(want) < int(best)) best = want;
   }
-  while (best != CpuCapability::DEFAULT && !cpu_capability_compiled(best)) best = CpuCapability(int(best) - 1);
+  while (best != CpuCapability::DEFAULT && !cpu_capability_compiled(best))
+    best = CpuCapability(int(best) - 1);
   return best;
 }
 

@@ -31,10 +31,24 @@ void copy_kernel(TensorIterator& it) {
         std::memcpy(d[0], d[1], size_t(n * es));
       } else {
         switch (es) {
-          case 1: for (int64_t i = 0; i < n; ++i) d[0][i * s[0]] = d[1][i * s[1]]; break;
-          case 2: for (int64_t i = 0; i < n; ++i) *reinterpret_cast<uint16_t*>(d[0] + i * s[0]) = *reinterpret_cast<const uint16_t*>(d[1] + i * s[1]); break;
-          case 4: for (int64_t i = 0; i < n; ++i) *reinterpret_cast<uint32_t*>(d[0] + i * s[0]) = *reinterpret_cast<const uint32_t*>(d[1] + i * s[1]); break;
-          default: for (int64_t i = 0; i < n; ++i) *reinterpret_cast<uint64_t*>(d[0] + i * s[0]) = *reinterpret_cast<const uint64_t*>(d[1] + i * s[1]); break;
+          case 1:
+            for (int64_t i = 0; i < n; ++i) d[0][i * s[0]] = d[1][i * s[1]];
+            break;
+          case 2:
+            for (int64_t i = 0; i < n; ++i)
+              *reinterpret_cast<uint16_t*>(d[0] + i * s[0]) =
+                  *reinterpret_cast<const uint16_t*>(d[1] + i * s[1]);
+            break;
+          case 4:
+            for (int64_t i = 0; i < n; ++i)
+              *reinterpret_cast<uint32_t*>(d[0] + i * s[0]) =
+                  *reinterpret_cast<const uint32_t*>(d[1] + i * s[1]);
+            break;
+          default:
+            for (int64_t i = 0; i < n; ++i)
+              *reinterpret_cast<uint64_t*>(d[0] + i * s[0]) =
+                  *reinterpret_cast<const uint64_t*>(d[1] + i * s[1]);
+            break;
         }
       }
     });
@@ -66,10 +80,14 @@ void where_loop(char** d, const int64_t* s, int64_t n) {
 
 void where_kernel(TensorIterator& it) {
   switch (element_size(it.dtype(0))) {
-    case 1: return it.for_each(where_loop<uint8_t>);
-    case 2: return it.for_each(where_loop<uint16_t>);
-    case 4: return it.for_each(where_loop<uint32_t>);
-    default: return it.for_each(where_loop<uint64_t>);
+    case 1:
+      return it.for_each(where_loop<uint8_t>);
+    case 2:
+      return it.for_each(where_loop<uint16_t>);
+    case 4:
+      return it.for_each(where_loop<uint32_t>);
+    default:
+      return it.for_each(where_loop<uint64_t>);
   }
 }
 

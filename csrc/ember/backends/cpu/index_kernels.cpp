@@ -12,11 +12,16 @@ namespace {
 template <typename F>
 void dispatch_by_size(int64_t size, F&& f) {
   switch (size) {
-    case 1: return f(TypeTag<uint8_t>{});
-    case 2: return f(TypeTag<uint16_t>{});
-    case 4: return f(TypeTag<uint32_t>{});
-    case 8: return f(TypeTag<uint64_t>{});
-    default: EMBER_ERROR("indexing: unsupported element size ", size);
+    case 1:
+      return f(TypeTag<uint8_t>{});
+    case 2:
+      return f(TypeTag<uint16_t>{});
+    case 4:
+      return f(TypeTag<uint32_t>{});
+    case 8:
+      return f(TypeTag<uint64_t>{});
+    default:
+      EMBER_ERROR("indexing: unsupported element size ", size);
   }
 }
 
@@ -46,7 +51,8 @@ void gather_kernel(TensorIterator& it, int64_t stride) {
       }
       for (int64_t i = 0; i < n; ++i) {
         int64_t k = *reinterpret_cast<const int64_t*>(idx + i * s[2]);
-        *reinterpret_cast<T*>(out + i * s[0]) = *reinterpret_cast<const T*>(src + i * s[1] + k * step);
+        *reinterpret_cast<T*>(out + i * s[0]) =
+            *reinterpret_cast<const T*>(src + i * s[1] + k * step);
       }
     });
   });
@@ -60,7 +66,8 @@ void scatter_kernel(TensorIterator& it, int64_t stride, bool accumulate, Scalar 
       it.for_each([step](char** d, const int64_t* s, int64_t n) {
         for (int64_t i = 0; i < n; ++i) {
           int64_t k = *reinterpret_cast<const int64_t*>(d[2] + i * s[2]);
-          *reinterpret_cast<T*>(d[0] + i * s[0] + k * step) = *reinterpret_cast<const T*>(d[1] + i * s[1]);
+          *reinterpret_cast<T*>(d[0] + i * s[0] + k * step) =
+              *reinterpret_cast<const T*>(d[1] + i * s[1]);
         }
       });
     });
@@ -79,8 +86,10 @@ void scatter_kernel(TensorIterator& it, int64_t stride, bool accumulate, Scalar 
             int64_t k = *reinterpret_cast<const int64_t*>(d[2] + i * s[2]);
             T* dst = reinterpret_cast<T*>(d[0] + i * s[0] + k * step);
             M v = M(*reinterpret_cast<const T*>(d[1] + i * s[1]));
-            if constexpr (std::is_same<T, bool>::value) *dst = *dst || (v && a);
-            else *dst = T(M(*dst) + (unit ? v : M(a * v)));
+            if constexpr (std::is_same<T, bool>::value)
+              *dst = *dst || (v && a);
+            else
+              *dst = T(M(*dst) + (unit ? v : M(a * v)));
           }
         },
         0, it.numel());
@@ -91,7 +100,8 @@ struct BadIndex {
   int64_t value;
 };
 
-bool offsets_kernel(TensorIterator& it, int64_t size, int64_t stride, bool allow_negative, int64_t* bad) {
+bool offsets_kernel(TensorIterator& it, int64_t size, int64_t stride, bool allow_negative,
+                    int64_t* bad) {
   const bool write = it.noutputs() == 1;
   const int in = write ? 1 : 0;
   const int64_t lo = allow_negative ? -size : 0;

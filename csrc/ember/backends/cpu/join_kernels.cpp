@@ -70,15 +70,20 @@ void remap_typed(const Tensor& out, const Tensor& in, const RemapTables& tables)
 }
 
 void remap_kernel(const Tensor& out, const Tensor& in, const RemapTables& tables) {
-  EMBER_CHECK(out.is_contiguous() && out.dtype() == in.dtype() &&
-                  int64_t(tables.size()) == out.dim(),
-              "index_remap: internal error: bad operands");
+  EMBER_CHECK(
+      out.is_contiguous() && out.dtype() == in.dtype() && int64_t(tables.size()) == out.dim(),
+      "index_remap: internal error: bad operands");
   switch (in.element_size()) {
-    case 1: return remap_typed<uint8_t>(out, in, tables);
-    case 2: return remap_typed<uint16_t>(out, in, tables);
-    case 4: return remap_typed<uint32_t>(out, in, tables);
-    case 8: return remap_typed<uint64_t>(out, in, tables);
-    default: EMBER_ERROR("index_remap: unsupported element size ", in.element_size());
+    case 1:
+      return remap_typed<uint8_t>(out, in, tables);
+    case 2:
+      return remap_typed<uint16_t>(out, in, tables);
+    case 4:
+      return remap_typed<uint32_t>(out, in, tables);
+    case 8:
+      return remap_typed<uint64_t>(out, in, tables);
+    default:
+      EMBER_ERROR("index_remap: unsupported element size ", in.element_size());
   }
 }
 

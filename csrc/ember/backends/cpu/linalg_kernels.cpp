@@ -44,23 +44,30 @@ using acc_t = std::conditional_t<
 
 template <typename T>
 inline acc_t<T> to_acc(T v) {
-  if constexpr (std::is_integral_v<T>) return uint64_t(int64_t(v));
-  else return acc_t<T>(v);
+  if constexpr (std::is_integral_v<T>)
+    return uint64_t(int64_t(v));
+  else
+    return acc_t<T>(v);
 }
 template <typename T>
 inline T from_acc(acc_t<T> v) {
-  if constexpr (std::is_integral_v<T>) return T(int64_t(v));
-  else return T(v);
+  if constexpr (std::is_integral_v<T>)
+    return T(int64_t(v));
+  else
+    return T(v);
 }
 template <typename T>
 inline acc_t<T> scalar_acc(Scalar s) {
-  if constexpr (std::is_integral_v<T>) return uint64_t(s.to_int());
-  else return acc_t<T>(s.to_double());
+  if constexpr (std::is_integral_v<T>)
+    return uint64_t(s.to_int());
+  else
+    return acc_t<T>(s.to_double());
 }
 
 // Register tile: 4 rows x NR columns (NR = two 256-bit vectors of the accumulator type).
 constexpr int64_t MR = 4;
-template <typename A> constexpr int64_t kNR = 64 / int64_t(sizeof(A));
+template <typename A>
+constexpr int64_t kNR = 64 / int64_t(sizeof(A));
 
 // tile += ap (kb x MR, packed by p) @ bp (kb x NR, packed by p); the tile lives in
 // registers for the whole k loop, which is what makes this kernel compute-bound.
@@ -151,8 +158,8 @@ void gemm_fallback(const Tensor& c, const Tensor& a, const Tensor& b, Scalar bet
             }
           for (int64_t ip = 0; ip < mbp; ip += MR)
             for (int64_t jp = 0; jp < nbp; jp += NR)
-              micro_kernel(ap.data() + ip * kb, bp.data() + jp * kb, kb,
-                           acc.data() + ip * nbp + jp, nbp);
+              micro_kernel(ap.data() + ip * kb, bp.data() + jp * kb, kb, acc.data() + ip * nbp + jp,
+                           nbp);
         }
         for (int64_t i = 0; i < mb; ++i) {
           T* dst = C0 + i * csr + j0 * csc;
@@ -179,15 +186,14 @@ bool blas_fits(const Tensor& c, const Tensor& a, const Tensor& b) {
   MatrixLayout la = matrix_layout(m, k, a.strides()[nd], a.strides()[nd + 1]);
   MatrixLayout lb = matrix_layout(k, n, b.strides()[nd], b.strides()[nd + 1]);
   MatrixLayout lc = matrix_layout(m, n, c.strides()[nd], c.strides()[nd + 1]);
-  return la.ok && lb.ok && lc.ok && !lc.trans && la.ld <= blas::kMaxDim &&
-         lb.ld <= blas::kMaxDim && lc.ld <= blas::kMaxDim;
+  return la.ok && lb.ok && lc.ok && !lc.trans && la.ld <= blas::kMaxDim && lb.ld <= blas::kMaxDim &&
+         lc.ld <= blas::kMaxDim;
 }
 
 // One call per batch matrix, from this thread: the BLAS threads each call itself
 // (see Note [BLAS loading]). Vector shapes (n == 1 or m == 1) go to GEMV.
 template <typename T>
-void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
-               Scalar alpha_s) {
+void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s, Scalar alpha_s) {
   const int64_t nd = c.dim() - 2;
   const int64_t m = c.sizes()[nd], n = c.sizes()[nd + 1], k = a.sizes()[nd + 1];
   const MatrixLayout la = matrix_layout(m, k, a.strides()[nd], a.strides()[nd + 1]);
@@ -246,12 +252,16 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
         for (int64_t i = 0; i < len; ++i) C0[i * incy] = T(0);
       if (n == 1) {  // y(m) = op(A)(m x k) x(k), x = column of B
         const int64_t incx = lb.trans ? 1 : lb.ld;
-        if (la.trans) blas::gemv(true, k, m, alpha, A0, la.ld, B0, incx, beta, C0, incy);
-        else blas::gemv(false, m, k, alpha, A0, la.ld, B0, incx, beta, C0, incy);
+        if (la.trans)
+          blas::gemv(true, k, m, alpha, A0, la.ld, B0, incx, beta, C0, incy);
+        else
+          blas::gemv(false, m, k, alpha, A0, la.ld, B0, incx, beta, C0, incy);
       } else {  // y(n) = op(B)^T x(k), x = row of A
         const int64_t incx = la.trans ? la.ld : 1;
-        if (lb.trans) blas::gemv(false, n, k, alpha, B0, lb.ld, A0, incx, beta, C0, incy);
-        else blas::gemv(true, k, n, alpha, B0, lb.ld, A0, incx, beta, C0, incy);
+        if (lb.trans)
+          blas::gemv(false, n, k, alpha, B0, lb.ld, A0, incx, beta, C0, incy);
+        else
+          blas::gemv(true, k, n, alpha, B0, lb.ld, A0, incx, beta, C0, incy);
       }
     } else {
       blas::gemm(la.trans, lb.trans, m, n, k, alpha, A0, la.ld, B0, lb.ld, beta, C0, lc.ld);
@@ -259,8 +269,7 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
   }
 }
 
-void gemm_kernel(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta,
-                 Scalar alpha) {
+void gemm_kernel(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
   DType dt = c.dtype();
   if (dt == DType::Float32 && blas::enabled() && blas_fits<float>(c, a, b))
     return gemm_blas<float>(c, a, b, beta, alpha);
@@ -302,11 +311,16 @@ void tril_triu_impl(const Tensor& out, const Tensor& in, bool upper, int64_t dia
 
 void tril_triu_kernel(const Tensor& out, const Tensor& in, bool upper, int64_t diagonal) {
   switch (out.element_size()) {
-    case 1: return tril_triu_impl<uint8_t>(out, in, upper, diagonal);
-    case 2: return tril_triu_impl<uint16_t>(out, in, upper, diagonal);
-    case 4: return tril_triu_impl<uint32_t>(out, in, upper, diagonal);
-    case 8: return tril_triu_impl<uint64_t>(out, in, upper, diagonal);
-    default: EMBER_ERROR("tril/triu: unsupported element size ", out.element_size());
+    case 1:
+      return tril_triu_impl<uint8_t>(out, in, upper, diagonal);
+    case 2:
+      return tril_triu_impl<uint16_t>(out, in, upper, diagonal);
+    case 4:
+      return tril_triu_impl<uint32_t>(out, in, upper, diagonal);
+    case 8:
+      return tril_triu_impl<uint64_t>(out, in, upper, diagonal);
+    default:
+      EMBER_ERROR("tril/triu: unsupported element size ", out.element_size());
   }
 }
 

@@ -74,7 +74,8 @@ void unary_loop(const TensorIterator& it, F f) {
       });
     } else {
       for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<Out*>(d[0] + i * s[0]) = Out(f(M(*reinterpret_cast<const In*>(d[1] + i * s[1]))));
+        *reinterpret_cast<Out*>(d[0] + i * s[0]) =
+            Out(f(M(*reinterpret_cast<const In*>(d[1] + i * s[1]))));
     }
   });
 }

@@ -87,8 +87,10 @@ inline ReduceGeom make_geom(const Tensor& in, const Tensor& out, const Shape& ma
   std::vector<Dim> kept, red;
   for (int64_t d = 0; d < in.dim(); ++d) {
     Dim x{in.sizes()[d], in.strides()[d], out.strides()[d]};
-    if (mask[d]) red.push_back(x);
-    else kept.push_back(x);
+    if (mask[d])
+      red.push_back(x);
+    else
+      kept.push_back(x);
   }
   ReduceGeom g;
   for (auto& x : kept) g.K *= x.size;
@@ -125,9 +127,16 @@ inline ReduceGeom make_geom(const Tensor& in, const Tensor& out, const Shape& ma
   return g;
 }
 
-template <typename Op> struct HasRow {
-  template <typename U> static constexpr bool get(decltype(U::kHasRow)*) { return U::kHasRow; }
-  template <typename U> static constexpr bool get(...) { return false; }
+template <typename Op>
+struct HasRow {
+  template <typename U>
+  static constexpr bool get(decltype(U::kHasRow)*) {
+    return U::kHasRow;
+  }
+  template <typename U>
+  static constexpr bool get(...) {
+    return false;
+  }
   static constexpr bool value = get<Op>(nullptr);
 };
 
@@ -205,8 +214,8 @@ void run_reduce(const Tensor& in, const Tensor& out, const Shape& mask, const Op
     const int64_t m = g.ksize.back(), nch = (m + C - 1) / C, ko_n = K / m;
     const int64_t csz = std::min(m, C);
     const size_t ko_d = g.ksize.size() - 1;
-    const Shape ks(g.ksize.begin(), g.ksize.begin() + ko_d), ki(g.kin.begin(), g.kin.begin() + ko_d),
-        kt(g.kout.begin(), g.kout.begin() + ko_d);
+    const Shape ks(g.ksize.begin(), g.ksize.begin() + ko_d),
+        ki(g.kin.begin(), g.kin.begin() + ko_d), kt(g.kout.begin(), g.kout.begin() + ko_d);
     const int64_t ostep = g.kout.back();
     const int64_t items = ko_n * nch;
     // Adds reduced positions [rb, re) of work item `it` into acc[0, len).
@@ -224,14 +233,15 @@ void run_reduce(const Tensor& in, const Tensor& out, const Shape& mask, const Op
       return std::make_pair(ow.off1 + c0 * ostep, len);
     };
     if (items >= nthreads || items * csz * R < 4 * kGrainSize) {
-      parallel_for(0, items, std::max<int64_t>(1, kGrainSize / (csz * R)), [&](int64_t ib, int64_t ie) {
-        std::unique_ptr<A[]> acc(new A[static_cast<size_t>(csz)]);
-        for (int64_t it = ib; it < ie; ++it) {
-          std::fill(acc.get(), acc.get() + csz, op.init());
-          auto [o, len] = accumulate(it, 0, R, acc.get());
-          for (int64_t c = 0; c < len; ++c) op.store(acc[c], o + c * ostep);
-        }
-      });
+      parallel_for(0, items, std::max<int64_t>(1, kGrainSize / (csz * R)),
+                   [&](int64_t ib, int64_t ie) {
+                     std::unique_ptr<A[]> acc(new A[static_cast<size_t>(csz)]);
+                     for (int64_t it = ib; it < ie; ++it) {
+                       std::fill(acc.get(), acc.get() + csz, op.init());
+                       auto [o, len] = accumulate(it, 0, R, acc.get());
+                       for (int64_t c = 0; c < len; ++c) op.store(acc[c], o + c * ostep);
+                     }
+                   });
       return;
     }
     // Few items: split the reduced range; partial accumulators combine in order.
@@ -268,7 +278,8 @@ void run_reduce(const Tensor& in, const Tensor& out, const Shape& mask, const Op
   }
   // Few outputs, long rows: split each reduction across threads.
   const int64_t nchunks = std::min<int64_t>(nthreads * 4, std::max<int64_t>(1, R / kGrainSize));
-  std::unique_ptr<A[]> part(new A[static_cast<size_t>(nchunks)]);  // not vector<bool>: threads write
+  std::unique_ptr<A[]> part(
+      new A[static_cast<size_t>(nchunks)]);  // not vector<bool>: threads write
   for (int64_t k = 0; k < K; ++k, kw.next()) {
     const T* base = x + kw.off0;
     parallel_for(0, nchunks, 1, [&](int64_t cb, int64_t ce) {
@@ -323,11 +334,17 @@ T simd_extreme(const T* x, int64_t n) {
 }
 
 /// Widens a stored value to its compute type (float for the 16-bit floats).
-template <typename T> inline opmath_t<T> up(T x) { return opmath_t<T>(x); }
+template <typename T>
+inline opmath_t<T> up(T x) {
+  return opmath_t<T>(x);
+}
 /// Converts an accumulator to the stored type (16-bit floats round from float).
-template <typename O, typename A> inline O to_out(A a) {
-  if constexpr (std::is_same<O, Half>::value || std::is_same<O, BFloat16>::value) return O(float(a));
-  else return O(a);
+template <typename O, typename A>
+inline O to_out(A a) {
+  if constexpr (std::is_same<O, Half>::value || std::is_same<O, BFloat16>::value)
+    return O(float(a));
+  else
+    return O(a);
 }
 
 }  // namespace EMBER_CPU_NS

@@ -17,8 +17,8 @@ namespace {
 template <typename T, typename O, bool Prod>
 struct SumOp {
   static constexpr bool kFloat = std::is_floating_point<opmath_t<T>>::value;
-  using acc_t = std::conditional_t<kFloat || std::is_floating_point<opmath_t<O>>::value, double,
-                                   int64_t>;
+  using acc_t =
+      std::conditional_t<kFloat || std::is_floating_point<opmath_t<O>>::value, double, int64_t>;
   static constexpr bool kIndexed = false;
   static constexpr bool kHasRow = !Prod && kFloat;
   O* out;
@@ -33,8 +33,10 @@ struct SumOp {
   }
   acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(up(x))); }
   void store(const acc_t& a, int64_t off) const {
-    if constexpr (std::is_integral<acc_t>::value) out[off] = to_out<O>(a);
-    else out[off] = to_out<O>(a * scale);
+    if constexpr (std::is_integral<acc_t>::value)
+      out[off] = to_out<O>(a);
+    else
+      out[off] = to_out<O>(a * scale);
   }
   acc_t row(const T* x, int64_t n, int64_t) const {
     using lane_t = std::conditional_t<std::is_same<T, double>::value, double, float>;
@@ -72,12 +74,18 @@ void sum_kernel(const ReduceArgs& a) {
     if (id == od) return sum_typed<O, O>(a);
     if constexpr (std::is_same<O, int64_t>::value) {
       switch (id) {
-        case DType::Bool: return sum_typed<bool, O>(a);
-        case DType::UInt8: return sum_typed<uint8_t, O>(a);
-        case DType::Int8: return sum_typed<int8_t, O>(a);
-        case DType::Int16: return sum_typed<int16_t, O>(a);
-        case DType::Int32: return sum_typed<int32_t, O>(a);
-        default: break;
+        case DType::Bool:
+          return sum_typed<bool, O>(a);
+        case DType::UInt8:
+          return sum_typed<uint8_t, O>(a);
+        case DType::Int8:
+          return sum_typed<int8_t, O>(a);
+        case DType::Int16:
+          return sum_typed<int16_t, O>(a);
+        case DType::Int32:
+          return sum_typed<int32_t, O>(a);
+        default:
+          break;
       }
     }
     EMBER_ERROR("sum kernel: unsupported dtypes ", dtype_name(id), " -> ", dtype_name(od));
@@ -97,23 +105,33 @@ struct NormOp {
 
   acc_t init() const { return Kind == kLninf ? std::numeric_limits<double>::infinity() : 0.0; }
   acc_t combine(acc_t a, acc_t b) const {
-    if constexpr (Kind == kLinf) return (b != b || b > a) ? b : a;
-    else if constexpr (Kind == kLninf) return (b != b || b < a) ? b : a;
-    else return a + b;
+    if constexpr (Kind == kLinf)
+      return (b != b || b > a) ? b : a;
+    else if constexpr (Kind == kLninf)
+      return (b != b || b < a) ? b : a;
+    else
+      return a + b;
   }
   acc_t step(acc_t a, T xv, int64_t) const {
     const double x = double(up(xv));
     const double ax = std::fabs(x);
-    if constexpr (Kind == kL0) return a + double(x != 0);
-    else if constexpr (Kind == kL1) return a + ax;
-    else if constexpr (Kind == kL2) return a + x * x;
-    else if constexpr (Kind == kLp) return a + std::pow(ax, p);
-    else return combine(a, ax);
+    if constexpr (Kind == kL0)
+      return a + double(x != 0);
+    else if constexpr (Kind == kL1)
+      return a + ax;
+    else if constexpr (Kind == kL2)
+      return a + x * x;
+    else if constexpr (Kind == kLp)
+      return a + std::pow(ax, p);
+    else
+      return combine(a, ax);
   }
   void store(const acc_t& a, int64_t off) const {
     double r = a;
-    if constexpr (Kind == kL2) r = std::sqrt(a);
-    else if constexpr (Kind == kLp) r = std::pow(a, 1.0 / p);
+    if constexpr (Kind == kL2)
+      r = std::sqrt(a);
+    else if constexpr (Kind == kLp)
+      r = std::pow(a, 1.0 / p);
     out[off] = to_out<T>(r);
   }
 };
@@ -123,12 +141,18 @@ void norm_kernel(const ReduceArgs& a) {
     using T = typename decltype(tag)::type;
     T* out = a.out.data<T>();
     const double p = a.p;
-    if (p == 0) run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL0>{out, p});
-    else if (p == 1) run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL1>{out, p});
-    else if (p == 2) run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL2>{out, p});
-    else if (std::isinf(p) && p > 0) run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLinf>{out, p});
-    else if (std::isinf(p)) run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLninf>{out, p});
-    else run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLp>{out, p});
+    if (p == 0)
+      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL0>{out, p});
+    else if (p == 1)
+      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL1>{out, p});
+    else if (p == 2)
+      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL2>{out, p});
+    else if (std::isinf(p) && p > 0)
+      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLinf>{out, p});
+    else if (std::isinf(p))
+      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLninf>{out, p});
+    else
+      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLp>{out, p});
   });
 }
 

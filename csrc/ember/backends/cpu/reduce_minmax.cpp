@@ -8,7 +8,10 @@
 namespace ember::cpu {
 namespace {
 
-template <typename M> inline bool isnan_(M x) { return fn::is_nan(x); }
+template <typename M>
+inline bool isnan_(M x) {
+  return fn::is_nan(x);
+}
 
 // amax/amin: NaN wins (once a lane holds NaN, no comparison replaces it).
 template <typename T, bool Max>
@@ -18,10 +21,12 @@ struct ExtremeOp {
   T* out;
 
   acc_t init() const {
-    if constexpr (std::is_same<acc_t, bool>::value) return !Max;
+    if constexpr (std::is_same<acc_t, bool>::value)
+      return !Max;
     else if constexpr (std::is_floating_point<acc_t>::value)
       return Max ? -std::numeric_limits<acc_t>::infinity() : std::numeric_limits<acc_t>::infinity();
-    else return Max ? std::numeric_limits<acc_t>::lowest() : std::numeric_limits<acc_t>::max();
+    else
+      return Max ? std::numeric_limits<acc_t>::lowest() : std::numeric_limits<acc_t>::max();
   }
   acc_t combine(acc_t a, acc_t b) const {  // branch-free so that it vectorizes
     const bool take = isnan_(b) | (Max ? b > a : b < a);
@@ -50,7 +55,7 @@ struct IndexedOp {
   };
   static constexpr bool kIndexed = true;
   static constexpr bool kHasRow = true;
-  T* out;          // may be null (argmax)
+  T* out;  // may be null (argmax)
   int64_t* index;
 
   // A contiguous row: the extreme by SIMD, then the block holding its first position.
@@ -106,8 +111,10 @@ void minmax_kernel(const ReduceArgs& a) {
     T* out = a.out.defined() ? a.out.data<T>() : nullptr;
     const Tensor& geo = a.out.defined() ? a.out : a.out2;
     switch (kind) {
-      case MinMaxKind::Amax: return run_reduce<T>(a.in, geo, a.mask, ExtremeOp<T, true>{out});
-      case MinMaxKind::Amin: return run_reduce<T>(a.in, geo, a.mask, ExtremeOp<T, false>{out});
+      case MinMaxKind::Amax:
+        return run_reduce<T>(a.in, geo, a.mask, ExtremeOp<T, true>{out});
+      case MinMaxKind::Amin:
+        return run_reduce<T>(a.in, geo, a.mask, ExtremeOp<T, false>{out});
       case MinMaxKind::MaxIdx:
         return run_reduce<T>(a.in, geo, a.mask, IndexedOp<T, true>{out, a.out2.data<int64_t>()});
       case MinMaxKind::MinIdx:
@@ -125,9 +132,12 @@ struct LogicalOp {
 
   acc_t init() const { return acc_t(Kind == int(LogicalKind::All)); }
   acc_t combine(acc_t a, acc_t b) const {
-    if constexpr (Kind == int(LogicalKind::All)) return a && b;
-    else if constexpr (Kind == int(LogicalKind::Any)) return a || b;
-    else return a + b;
+    if constexpr (Kind == int(LogicalKind::All))
+      return a && b;
+    else if constexpr (Kind == int(LogicalKind::Any))
+      return a || b;
+    else
+      return a + b;
   }
   acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(up(x) != opmath_t<T>(0))); }
   void store(const acc_t& a, int64_t off) const { out[off] = O(a); }
@@ -152,8 +162,10 @@ struct LogicalOp {
         const int64_t e = std::min(n, i + B);
         int r = Kind == int(LogicalKind::All) ? 1 : 0;
         for (int64_t j = i; j < e; ++j) {
-          if constexpr (Kind == int(LogicalKind::All)) r &= int(up(x[j]) != M(0));
-          else r |= int(up(x[j]) != M(0));
+          if constexpr (Kind == int(LogicalKind::All))
+            r &= int(up(x[j]) != M(0));
+          else
+            r |= int(up(x[j]) != M(0));
         }
         if (Kind == int(LogicalKind::All) ? !r : r) return Kind != int(LogicalKind::All);
       }

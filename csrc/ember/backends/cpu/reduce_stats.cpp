@@ -96,29 +96,30 @@ void median_kernel(const ReduceArgs& a) {
     int64_t* idx = a.out2.defined() ? a.out2.data<int64_t>() : nullptr;
     parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)),
                  [&](int64_t b, int64_t e) {
-      std::vector<std::pair<M, int64_t>> buf(static_cast<size_t>(n));
-      for (int64_t r = b; r < e; ++r) {
-        const T* p = x + r * n;
-        int64_t pick = -1;
-        M val = M(0);
-        for (int64_t j = 0; j < n; ++j)
-          if (fn::is_nan(M(p[j]))) {
-            pick = j;
-            val = M(p[j]);
-            break;
-          }
-        if (pick < 0) {
-          for (int64_t j = 0; j < n; ++j) buf[size_t(j)] = {M(p[j]), j};
-          auto k = buf.begin() + (n - 1) / 2;
-          std::nth_element(buf.begin(), k, buf.end(),
+                   std::vector<std::pair<M, int64_t>> buf(static_cast<size_t>(n));
+                   for (int64_t r = b; r < e; ++r) {
+                     const T* p = x + r * n;
+                     int64_t pick = -1;
+                     M val = M(0);
+                     for (int64_t j = 0; j < n; ++j)
+                       if (fn::is_nan(M(p[j]))) {
+                         pick = j;
+                         val = M(p[j]);
+                         break;
+                       }
+                     if (pick < 0) {
+                       for (int64_t j = 0; j < n; ++j) buf[size_t(j)] = {M(p[j]), j};
+                       auto k = buf.begin() + (n - 1) / 2;
+                       std::nth_element(
+                           buf.begin(), k, buf.end(),
                            [](const auto& u, const auto& v) { return u.first < v.first; });
-          val = k->first;
-          pick = k->second;
-        }
-        out[r] = T(val);
-        if (idx) idx[r] = pick;
-      }
-    });
+                       val = k->first;
+                       pick = k->second;
+                     }
+                     out[r] = T(val);
+                     if (idx) idx[r] = pick;
+                   }
+                 });
   });
 }
 
@@ -127,9 +128,10 @@ void median_kernel(const ReduceArgs& a) {
 // PyTorch's CPU kernel), integers in int64 with wrap-around.
 template <typename T, bool Prod>
 void scan_typed(const Tensor& t, int64_t dim) {
-  using A = std::conditional_t<std::is_floating_point<opmath_t<T>>::value,
-                               std::conditional_t<std::is_same<opmath_t<T>, T>::value, double, float>,
-                               int64_t>;
+  using A =
+      std::conditional_t<std::is_floating_point<opmath_t<T>>::value,
+                         std::conditional_t<std::is_same<opmath_t<T>, T>::value, double, float>,
+                         int64_t>;
   auto op = [](A a, A b) -> A {
     if constexpr (std::is_integral<A>::value)
       return Prod ? A(uint64_t(a) * uint64_t(b)) : A(uint64_t(a) + uint64_t(b));
@@ -179,8 +181,10 @@ void scan_kernel(const ReduceArgs& a) {
   const int64_t dim = a.mask[0];
   dispatch_all(a.out.dtype(), "cumsum", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (ScanKind(a.kind) == ScanKind::Cumprod) scan_typed<T, true>(a.out, dim);
-    else scan_typed<T, false>(a.out, dim);
+    if (ScanKind(a.kind) == ScanKind::Cumprod)
+      scan_typed<T, true>(a.out, dim);
+    else
+      scan_typed<T, false>(a.out, dim);
   });
 }
 

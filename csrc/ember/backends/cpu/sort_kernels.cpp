@@ -15,16 +15,28 @@ namespace ember::cpu {
 namespace {
 
 // Keys are compared in a native type: float for the 16-bit floats.
-template <typename T> struct KeyOf { using type = T; };
-template <> struct KeyOf<Half> { using type = float; };
-template <> struct KeyOf<BFloat16> { using type = float; };
-template <typename T> using key_t = typename KeyOf<T>::type;
+template <typename T>
+struct KeyOf {
+  using type = T;
+};
+template <>
+struct KeyOf<Half> {
+  using type = float;
+};
+template <>
+struct KeyOf<BFloat16> {
+  using type = float;
+};
+template <typename T>
+using key_t = typename KeyOf<T>::type;
 
 /// a < b with NaN greater than every number and equivalent to other NaNs.
 template <typename K>
 inline bool nan_less(K a, K b) {
-  if constexpr (std::is_floating_point<K>::value) return a < b || (std::isnan(b) && !std::isnan(a));
-  else return a < b;
+  if constexpr (std::is_floating_point<K>::value)
+    return a < b || (std::isnan(b) && !std::isnan(a));
+  else
+    return a < b;
 }
 
 /// Element offset of row `r` of `t`: the row walks `dim`, r counts the other dims in order.
@@ -74,8 +86,10 @@ void write_row(const Tensor& values, const Tensor& indices, int64_t dim, int64_t
 
 template <typename K>
 bool is_nan_key(K k) {
-  if constexpr (std::is_floating_point<K>::value) return std::isnan(k);
-  else return false;
+  if constexpr (std::is_floating_point<K>::value)
+    return std::isnan(k);
+  else
+    return false;
 }
 
 // Moves NaNs (in input order) to the end of buf, or to the front when
@@ -108,8 +122,10 @@ void sort_kernel(const Tensor& values, const Tensor& indices, const Tensor& self
     for_each_row<T>(self, dim, [&](int64_t r, std::vector<P>& buf) {
       auto [lo, hi] = split_nans(buf, descending);
       auto b = buf.begin() + lo, e = buf.begin() + hi;
-      if (stable) descending ? std::stable_sort(b, e, desc) : std::stable_sort(b, e, asc);
-      else descending ? std::sort(b, e, desc) : std::sort(b, e, asc);
+      if (stable)
+        descending ? std::stable_sort(b, e, desc) : std::stable_sort(b, e, asc);
+      else
+        descending ? std::sort(b, e, desc) : std::sort(b, e, asc);
       write_row<T>(values, indices, dim, r, buf, int64_t(buf.size()));
     });
   });
@@ -193,8 +209,8 @@ void unique_rows_kernel(const Tensor& rows, bool consecutive, std::vector<int64_
                   [](const auto& a, const auto& b) { return a.first < b.first; });
       }
       for (int64_t i = 0; i < n; ++i) order[i] = buf[i].second;
-      group_rows(order, [&](int64_t a, int64_t b) { return K(p[a]) == K(p[b]); }, first, inverse,
-                 counts);
+      group_rows(
+          order, [&](int64_t a, int64_t b) { return K(p[a]) == K(p[b]); }, first, inverse, counts);
       return;
     }
     auto less = [&](int64_t a, int64_t b) {  // lexicographic
@@ -226,8 +242,10 @@ int64_t search(int64_t n, K v, bool right, const Get& at) {
     int64_t mid = lo + ((hi - lo) >> 1);
     K x = at(mid);
     bool go_right = right ? !(x > v) : !(x >= v);
-    if (go_right) lo = mid + 1;
-    else hi = mid;
+    if (go_right)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -254,8 +272,10 @@ void searchsorted_kernel(const Tensor& out, const Tensor& boundaries, const Tens
         } else {
           pos = search<K>(m, K(vals[i]), right, [&](int64_t j) { return K(seq[j]); });
         }
-        if (out.dtype() == DType::Int32) out.data<int32_t>()[i] = int32_t(pos);
-        else out.data<int64_t>()[i] = pos;
+        if (out.dtype() == DType::Int32)
+          out.data<int32_t>()[i] = int32_t(pos);
+        else
+          out.data<int64_t>()[i] = pos;
       }
     });
   });

@@ -14,11 +14,14 @@ namespace {
 
 template <typename T>
 bool is_nan_(T v) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
-  else return false;
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return false;
 }
 
-void cummaxmin_kernel(const Tensor& values, const Tensor& indices, const Tensor& self, bool is_max) {
+void cummaxmin_kernel(const Tensor& values, const Tensor& indices, const Tensor& self,
+                      bool is_max) {
   int64_t n = self.sizes().back(), rows = self.numel() / n;
   dispatch_all(self.dtype(), "cummax", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -84,8 +87,8 @@ void mode_kernel(const Tensor& values, const Tensor& indices, const Tensor& self
 }
 
 // Sequential over the index (several sources may hit one position).
-void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce k,
-                           bool include_self) {
+void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                           ScatterReduce k, bool include_self) {
   int64_t nd = index.dim(), n = index.numel();
   const Shape& isz = index.sizes();
   const Shape& ost = out.strides();
@@ -100,8 +103,8 @@ void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, 
       rem -= c * ist[d];
       if (d == dim) {
         int64_t v = ix[i];
-        EMBER_CHECK_INDEX(v >= -limit && v < limit, "scatter_reduce(): index ", v, " is out of bounds for dimension ",
-                          dim, " with size ", limit);
+        EMBER_CHECK_INDEX(v >= -limit && v < limit, "scatter_reduce(): index ", v,
+                          " is out of bounds for dimension ", dim, " with size ", limit);
         c = v < 0 ? v + limit : v;
       }
       off += c * ost[d];
@@ -118,7 +121,7 @@ void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, 
     std::vector<int64_t> count;
     if (k == ScatterReduce::Mean) count.assign(static_cast<size_t>(out.numel()), 0);
     if (!include_self) {
-      C id = k == ScatterReduce::Prod ? C(1)
+      C id = k == ScatterReduce::Prod   ? C(1)
              : k == ScatterReduce::Amax ? std::numeric_limits<C>::lowest()
              : k == ScatterReduce::Amin ? std::numeric_limits<C>::max()
                                         : C(0);
@@ -132,10 +135,18 @@ void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, 
       C a = C(o[offs[i]]), b = C(sv[i]);
       C r;
       switch (k) {
-        case ScatterReduce::Prod: r = C(a * b); break;
-        case ScatterReduce::Amax: r = (is_nan_(a) || a >= b) && !is_nan_(b) ? a : b; break;
-        case ScatterReduce::Amin: r = (is_nan_(a) || a <= b) && !is_nan_(b) ? a : b; break;
-        default: r = C(a + b); break;
+        case ScatterReduce::Prod:
+          r = C(a * b);
+          break;
+        case ScatterReduce::Amax:
+          r = (is_nan_(a) || a >= b) && !is_nan_(b) ? a : b;
+          break;
+        case ScatterReduce::Amin:
+          r = (is_nan_(a) || a <= b) && !is_nan_(b) ? a : b;
+          break;
+        default:
+          r = C(a + b);
+          break;
       }
       o[offs[i]] = T(r);
       if (k == ScatterReduce::Mean) count[offs[i]]++;
@@ -145,8 +156,10 @@ void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, 
         int64_t off = offs[i];
         if (count[off] <= 0) continue;
         C c = C(count[off] + (include_self ? 1 : 0));
-        if constexpr (std::is_integral_v<C>) o[off] = T(C(o[off]) / c);  // floor for non-negative
-        else o[off] = T(C(o[off]) / c);
+        if constexpr (std::is_integral_v<C>)
+          o[off] = T(C(o[off]) / c);  // floor for non-negative
+        else
+          o[off] = T(C(o[off]) / c);
         count[off] = -1;  // divided once
       }
     }

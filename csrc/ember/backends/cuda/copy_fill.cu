@@ -51,8 +51,10 @@ __global__ void cast_kernel(char* out, const char* in, OffsetCalc calc, int64_t 
   calc.offsets(i, off);
   I v = *reinterpret_cast<const I*>(in + off[1]);
   O r;
-  if constexpr (std::is_same<O, bool>::value) r = float(v) != 0.0f;
-  else r = O(float(v));
+  if constexpr (std::is_same<O, bool>::value)
+    r = float(v) != 0.0f;
+  else
+    r = O(float(v));
   *reinterpret_cast<O*>(out + off[0]) = r;
 }
 
@@ -81,10 +83,22 @@ void device_copy(const TensorIterator& it) {
   int64_t n = it.numel();
   OffsetCalc calc = make_calc(it);
   switch (element_size(it.dtype(0))) {
-    case 1: strided_copy_kernel<uint8_t><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n); break;
-    case 2: strided_copy_kernel<uint16_t><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n); break;
-    case 4: strided_copy_kernel<uint32_t><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n); break;
-    default: strided_copy_kernel<uint64_t><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n); break;
+    case 1:
+      strided_copy_kernel<uint8_t>
+          <<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n);
+      break;
+    case 2:
+      strided_copy_kernel<uint16_t>
+          <<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n);
+      break;
+    case 4:
+      strided_copy_kernel<uint32_t>
+          <<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n);
+      break;
+    default:
+      strided_copy_kernel<uint64_t>
+          <<<blocks(n), 256, 0, current_stream()>>>(it.data(0), it.data(1), calc, n);
+      break;
   }
   EMBER_CUDA_CHECK(cudaGetLastError());
 }
@@ -126,7 +140,7 @@ void copy_kernel(TensorIterator& it) {
   if (same) {
     size_t bytes = size_t(n) * size_t(dst.element_size());
     memcpy_sync(dst.data_ptr(), src.data_ptr(), bytes,
-                                dst_gpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+                dst_gpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
     return;
   }
   if (src_gpu) {  // device -> host: make a contiguous device copy in dst's dtype, then transfer
@@ -139,8 +153,8 @@ void copy_kernel(TensorIterator& it) {
     Tensor host = empty(dst.sizes(), dst.dtype(), Device());
     copy_(host, src);
     if (dst.is_contiguous()) {
-      memcpy_sync(dst.data_ptr(), host.data_ptr(),
-                                  size_t(n) * size_t(dst.element_size()), cudaMemcpyHostToDevice);
+      memcpy_sync(dst.data_ptr(), host.data_ptr(), size_t(n) * size_t(dst.element_size()),
+                  cudaMemcpyHostToDevice);
     } else {
       Tensor staged = empty(dst.sizes(), dst.dtype(), dst.device());
       copy_(staged, host);

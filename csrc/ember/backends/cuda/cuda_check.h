@@ -4,9 +4,8 @@
 
 #include "ember/core/error.h"
 
-#define EMBER_CUDA_CHECK(expr)                                                             \
-  do {                                                                                     \
-    cudaError_t err_ = (expr);                                                             \
-    EMBER_CHECK(err_ == cudaSuccess, "CUDA error: ", cudaGetErrorString(err_), " (", #expr, \
-                ")");                                                                      \
+#define EMBER_CUDA_CHECK(expr)                                                                    \
+  do {                                                                                            \
+    cudaError_t err_ = (expr);                                                                    \
+    EMBER_CHECK(err_ == cudaSuccess, "CUDA error: ", cudaGetErrorString(err_), " (", #expr, ")"); \
   } while (0)

@@ -12,8 +12,9 @@ namespace ember::cuda {
 int current_device() {
   // Without a driver or a device, cudaGetDevice fails with a driver-version error that
   // says nothing useful; every path that needs a device comes through here first.
-  EMBER_CHECK(device_count() > 0, "Found no NVIDIA driver on your system, or no CUDA device is "
-                                  "visible: ember.cuda.is_available() is False. Use device='cpu'.");
+  EMBER_CHECK(device_count() > 0,
+              "Found no NVIDIA driver on your system, or no CUDA device is "
+              "visible: ember.cuda.is_available() is False. Use device='cpu'.");
   int d = 0;
   EMBER_CUDA_CHECK(cudaGetDevice(&d));
   return d;
