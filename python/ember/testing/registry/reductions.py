@@ -462,6 +462,14 @@ def _cumprod_samples(d, t):
              desc="zeros")
 
 
+def _prod_samples(d, t):
+    yield from _red_samples(multi=False)(d, t)
+    z = ember.tensor([[2.0, 0.0, 3.0, -1.0], [0.0, 1.5, 0.0, 2.0]], dtype=t, device=d)
+    yield _s(z, desc="zeros full")  # one row with one zero, one with two
+    yield _s(z, 1, desc="zeros dim 1")
+    yield _s(z, 0, True, desc="zeros dim 0 keepdim")
+
+
 def _trace_samples(d, t):
     yield _s(make((3, 3), d, t))
     yield _s(make((3, 5), d, t, seed=1), desc="wide")
@@ -528,10 +536,9 @@ ENTRIES += [
             errors=lambda d: [_e(RuntimeError, r"mean\(\): could not infer output dtype",
                                  ember.ones(2, dtype=ember.int64, device=d)),
                               _e(IndexError, "Dimension out of range", make((2, 3), d, ember.float32), -3)]),
-    OpEntry("prod", ember.prod, _red_samples(multi=False),
+    OpEntry("prod", ember.prod, _prod_samples,
             _prod_ref, dtypes=FL + ("int64",), aliases=("Tensor.prod",),
-            errors=lambda d: [_e(TypeError, "prod", make((2, 3), d, ember.float32), (0, 1))],
-            note="no zeros in the samples: prod's gradient at zeros is in tests/test_autograd_reduce.py"),
+            errors=lambda d: [_e(TypeError, "prod", make((2, 3), d, ember.float32), (0, 1))]),
     OpEntry("amax", ember.amax, _amax_samples, _np_red(np.amax), dtypes=FL + ("int64",), aliases=("Tensor.amax",),
             errors=lambda d: [_e(IndexError, "Dimension out of range", make((2, 3), d, ember.float32), 5),
                               _e(IndexError, r"amax\(\): Expected reduction dim 0 to have non-zero size",
