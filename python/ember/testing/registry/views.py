@@ -426,3 +426,38 @@ ENTRIES += [
     OpEntry("triu", ember.triu, _tri_samples, np.triu, dtypes=ALL, aliases=("Tensor.triu", "Tensor.triu_"),
             errors=lambda d: [err(RuntimeError, "triu: input tensor must have at least 2 dimensions", _o(d)(3))]),
 ]
+
+
+def _ldiag_samples(d, t):
+    yield _s(make((3, 4), d, t))
+    yield _s(make((2, 3, 4), d, t), offset=1, desc="batched, offset 1")
+    yield _s(make((2, 3, 4), d, t, noncontig=True), offset=-1, dim1=0, dim2=2, desc="dims, noncontig")
+    yield _s(make((3, 3), d, t), offset=5, desc="offset past the edge: empty")
+    yield _s(make((0, 3), d, t), desc="empty")
+
+
+def _ldiag_ref(a, offset=0, dim1=-2, dim2=-1):
+    return np.diagonal(a, offset, dim1, dim2).copy()
+
+
+def _contig_samples(d, t):
+    yield _s(make((3, 4), d, t), desc="already contiguous")
+    yield _s(make((3, 4), d, t).t(), desc="transposed")
+    yield _s(make((2, 3, 4), d, t, noncontig=True), desc="strided")
+    yield _s(make((), d, t), desc="0-d")
+    yield _s(make((0, 3), d, t).t(), desc="empty")
+
+
+def _contiguous(a):
+    out = a.contiguous()
+    assert out.is_contiguous(), "Tensor.contiguous returned a non-contiguous tensor"
+    return out
+
+
+ENTRIES += [
+    OpEntry("linalg.diagonal", ember.linalg.diagonal, _ldiag_samples, _ldiag_ref, dtypes=ALL,
+            errors=lambda d: [err(IndexError, "Dimension out of range", ember.ones(3, device=d)),
+                              err(RuntimeError, "diagonal dimensions cannot be identical 0, 0",
+                                  ember.ones(2, 3, device=d), dim1=0, dim2=0)]),
+    OpEntry("Tensor.contiguous", _contiguous, _contig_samples, lambda a: np.array(a, order="C", copy=True), dtypes=ALL),
+]
