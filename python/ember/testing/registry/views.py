@@ -461,3 +461,75 @@ ENTRIES += [
                                   ember.ones(2, 3, device=d), dim1=0, dim2=0)]),
     OpEntry("Tensor.contiguous", _contiguous, _contig_samples, lambda a: np.array(a, order="C", copy=True), dtypes=ALL),
 ]
+
+
+# --- issue 6: in-place writers (copy_, fill_, zero_, fill_diagonal_) as entries. The op
+# writes into a clone of its first input, so gradcheck sees a function of both inputs:
+# the gradient must reach the source/value and be cut where the destination was overwritten.
+
+def _into_clone(method):
+    def op(dst, *args, **kwargs):
+        y = dst.clone()
+        ret = getattr(y, method)(*args, **kwargs)
+        assert ret is y, f"Tensor.{method} must return its tensor"
+        return y
+    op.__name__ = method
+    return op
+
+
+def _copy_samples(d, t):
+    yield _s(make((2, 3), d, t), make((2, 3), d, t, seed=1))
+    yield _s(make((2, 3), d, t), make((3,), d, t, seed=1), desc="broadcast source")
+    yield _s(make((2, 3), d, t, noncontig=True), make((3, 2), d, t, seed=1).t(), desc="strided both")
+    yield _s(make((), d, t), make((), d, t, seed=1), desc="0-d")
+    yield _s(make((0, 3), d, t), make((0, 3), d, t, seed=1), desc="empty")
+
+
+def _copy_ref(dst, src):
+    return np.broadcast_to(src, dst.shape).astype(dst.dtype).copy()
+
+
+def _fill_samples(d, t):
+    yield _s(make((2, 3), d, t), 2.0 if t.is_floating_point else 2, desc="scalar")
+    yield _s(make((2, 3), d, t), make((), d, t, seed=1), desc="0-d tensor value")
+    yield _s(make((2, 3), d, t, noncontig=True), make((), d, t, seed=2), desc="strided")
+    yield _s(make((0, 3), d, t), make((), d, t, seed=1), desc="empty")
+
+
+def _fill_diag_samples(d, t):
+    yield _s(make((3, 3), d, t), 2.5 if t.is_floating_point else 2)
+    yield _s(make((7, 3), d, t), -1.0 if t.is_floating_point else -1, desc="tall, no wrap")
+    yield _s(make((7, 3), d, t), 4.0 if t.is_floating_point else 4, wrap=True, desc="tall, wrap")
+    yield _s(make((2, 5), d, t), 0.5 if t.is_floating_point else 0, desc="wide")
+    yield _s(make((2, 2, 2), d, t), 5.0 if t.is_floating_point else 5, desc="3-d cube")
+
+
+def _fill_diag_ref(a, value, wrap=False):
+    out = a.copy()
+    np.fill_diagonal(out, value, wrap=wrap)
+    return out
+
+
+def _o3(d):
+    return lambda *shape, **kw: ember.ones(*shape, device=d, **kw)
+
+
+ENTRIES += [
+    OpEntry("Tensor.copy_", _into_clone("copy_"), _copy_samples, _copy_ref, dtypes=ALL,
+            errors=lambda d: [err(RuntimeError, r"expanded size of the tensor \(3\) must match the existing size "
+                                  r"\(4\)", _o3(d)(2, 3), _o3(d)(4))],
+            note="the size-mismatch message is the expand one (PyTorch: the broadcast 'size of tensor a' one)"),
+    OpEntry("Tensor.fill_", _into_clone("fill_"), _fill_samples,
+            lambda a, v: np.full_like(a, v), dtypes=ALL,
+            errors=lambda d: [err(RuntimeError, "fill_ only supports 0-dimension value tensor but got tensor "
+                                  "with 1 dimensions", _o3(d)(3), _o3(d)(2))]),
+    OpEntry("Tensor.zero_", _into_clone("zero_"),
+            lambda d, t: [_s(make((2, 3), d, t)), _s(make((2, 3), d, t, noncontig=True), desc="strided"),
+                          _s(make((), d, t), desc="0-d"), _s(make((0, 3), d, t), desc="empty")],
+            np.zeros_like, dtypes=ALL),
+    OpEntry("Tensor.fill_diagonal_", _into_clone("fill_diagonal_"), _fill_diag_samples, _fill_diag_ref,
+            dtypes=ALL,
+            errors=lambda d: [err(RuntimeError, "dimensions must larger than 1", _o3(d)(3), 2.0),
+                              err(RuntimeError, "all dimensions of input must be of equal length",
+                                  _o3(d)(2, 3, 4), 2.0)]),
+]
