@@ -4,7 +4,9 @@
 
 Cases: Linear 64x784->512 forward and forward+backward; the tutorials' MLP step
 (Flatten -> Linear(784, 512) -> ReLU -> Linear(512, 512) -> ReLU -> Linear(512, 10),
-CrossEntropyLoss, batch 64, forward + backward); fused softmax, cross entropy,
+CrossEntropyLoss, batch 64, forward + backward), and the same as a full training
+iteration (zero_grad, forward, loss, backward, SGD step); the "What is torch.nn
+really?" Mnist_CNN training iteration (batch 64, SGD with momentum); fused softmax, cross entropy,
 layer norm and batch norm forward + backward. Both libraries get the same thread
 count, are warmed up and timed as the median of several samples (_cases.timeit).
 PyTorch runs in a subprocess (this file with --worker) under /work/torchvenv/bin/python
@@ -74,6 +76,41 @@ def _mlp_step(lib, nn):
     return step
 
 
+def _train_step(lib, model, x, y):
+    """zero_grad, forward, cross entropy, backward and an SGD step: one training iteration."""
+    loss_fn = lib.nn.CrossEntropyLoss()
+    opt = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return step
+
+
+def _mlp_train_step(lib, nn):
+    """The quickstart tutorial's model and loop body (Flatten, 784-512-512-10, SGD)."""
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((64, 1, 28, 28), dtype=np.float32))
+    y = lib.from_numpy(rng.integers(0, 10, 64))
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512),
+                          nn.ReLU(), nn.Linear(512, 10))
+    return _train_step(lib, model, x, y)
+
+
+def _cnn_train_step(lib, nn):
+    """"What is torch.nn really?"'s Mnist_CNN (three stride-2 3x3 convs, ReLU, 4x4 average
+    pool), SGD with momentum, batch 64."""
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((64, 1, 28, 28), dtype=np.float32))
+    y = lib.from_numpy(rng.integers(0, 10, 64))
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.Conv2d(16, 10, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.AvgPool2d(4), nn.Flatten())
+    return _train_step(lib, model, x, y)
+
+
 def _rows(lib, shape):
     x = lib.from_numpy(np.random.default_rng(0).standard_normal(shape, dtype=np.float32))
     return x.requires_grad_()
@@ -123,6 +160,8 @@ CASES = {
     "Linear 64x784->512 forward (no grad)": _linear_fwd,
     "Linear 64x784->512 fwd+bwd": _linear_fwd_bwd,
     "MLP step 784-512-512-10 + CE, bs 64, fwd+bwd": _mlp_step,
+    "MLP train step (quickstart, SGD), bs 64": _mlp_train_step,
+    "CNN train step (Mnist_CNN, SGD momentum), bs 64": _cnn_train_step,
     "softmax 256x1000 fwd+bwd": _softmax,
     "cross_entropy 256x1000 fwd+bwd": _cross_entropy,
     "LayerNorm(1024) 256 rows fwd+bwd": _layer_norm,
@@ -143,6 +182,7 @@ def run_cases(lib, nn, names, set_threads):
 
 def worker():
     import torch
+    import torch.optim  # noqa: F401
     res = {"version": torch.__version__,
            "times": run_cases(torch, torch.nn, args.names, torch.set_num_threads)}
     print(json.dumps(res))
@@ -151,6 +191,7 @@ def worker():
 def main():
     import ember
     import ember.nn
+    import ember.optim  # noqa: F401
     names = [n for n in CASES if args.cases is None or any(c in n for c in args.cases)]
     print(f"threads: {args.threads} (cores: {os.cpu_count()}); ember {ember.__version__}",
           file=sys.stderr)

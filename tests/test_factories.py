@@ -191,8 +191,10 @@ def test_empty_and_errors():
         ember.zeros((2, "a"))
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         ember.zeros(2, bogus=True)
-    with pytest.raises(TypeError, match="out= argument is not supported"):
-        ember.zeros(2, out=ember.zeros(2))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        ember.zeros_like(ember.zeros(2), out=ember.zeros(2))
+    with pytest.raises(TypeError, match="argument 'out' must be Tensor, not int"):
+        ember.zeros(2, out=3)
     with pytest.raises(TypeError, match="size both positionally"):
         ember.zeros(2, size=(2,))
     with pytest.raises(RuntimeError, match="numel|overflow"):

@@ -92,6 +92,56 @@ def test_fused_gradients_match_composite(shape, dtype, device):
             np.testing.assert_allclose(a, b, atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("blas", [True, False])
+@pytest.mark.parametrize("shape", [(1, 2, 1, 150, 1100, 8, 8),   # several key chunks, query tiles
+                                   (2, 2, 2, 129, 3, 5, 7)])     # a partial backward tile
+def test_tiled_and_row_kernels_match_composite(shape, blas, device):
+    # The BLAS path (tiled GEMMs, online softmax across key chunks) and the row kernel
+    # (the BLAS switched off) both agree with the composite path, values and gradients.
+    rng = np.random.default_rng(11)
+    gqa = shape[1] != shape[2]
+    _C._set_blas_enabled(blas)
+    try:
+        for kw in _masks(rng, shape):
+            if "attn_mask" in kw:
+                m = kw["attn_mask"]
+                kw["attn_mask"] = ember.tensor(m, device=device) if m.dtype == bool else \
+                    ember.tensor(m, dtype=ember.float64, device=device)
+            res, g = [], None
+            for fused in (True, False):
+                q, k, v = _qkv(np.random.default_rng(2), shape, ember.float64, device, grad=True)
+                if fused:
+                    out = F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa, **kw)
+                else:
+                    out = _C._sdpa_math(q, k, v, kw.get("attn_mask"), kw.get("is_causal", False),
+                                        1.0 / np.sqrt(shape[5]), 0.0)
+                if g is None:
+                    g = _t(rng, out.shape, ember.float64, device)
+                (out * g).sum().backward()
+                res.append([_np(out)] + [_np(t.grad) for t in (q, k, v)])
+            for a, b in zip(*res):
+                np.testing.assert_allclose(a, b, atol=1e-11, rtol=1e-11, err_msg=str(kw))
+    finally:
+        _C._set_blas_enabled(True)
+
+
+def test_blas_threads_restored_after_attention(device):
+    # The tiled kernels run the BLAS single-threaded inside the pool (blas::SerialScope)
+    # and give it back its thread count afterwards.
+    n = ember.get_num_threads()
+    try:
+        ember.set_num_threads(2)
+        ember.ones(40, 40) @ ember.ones(40, 40)  # applies the thread count
+        before = _C._blas_info()
+        q = ember.randn(1, 2, 70, 16, requires_grad=True)
+        F.scaled_dot_product_attention(q, q, q).sum().backward()
+        assert _C._blas_info() == before
+        if before["available"]:
+            assert before["threads"] == 2
+    finally:
+        ember.set_num_threads(n)
+
+
 def test_fully_masked_rows_give_zero_output_and_gradient(device):
     rng = np.random.default_rng(3)
     q, k, v = _qkv(rng, (1, 1, 1, 4, 6, 8, 8), ember.float64, device, grad=True)

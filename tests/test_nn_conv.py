@@ -177,6 +177,51 @@ def test_conv_large_batch_chunks(device, rng):
                                atol=1e-9)
 
 
+@pytest.mark.parametrize("case", [
+    ((5, 4, 9, 11), (6, 4, 3, 3), dict(padding=1)),
+    ((20, 6, 8, 7), (4, 3, 2, 3), dict(stride=(2, 1), dilation=(1, 2), groups=2, padding=(1, 2))),
+    ((3, 1, 28, 28), (16, 1, 3, 3), dict(stride=2, padding=1)),
+    ((17, 2, 13), (3, 2, 4), dict(padding=2)),
+    ((2, 2, 4, 5, 6), (3, 2, 2, 3, 2), dict(padding=(1, 0, 1))),
+])
+def test_conv_per_image_path_matches_chunk_path(device, rng, case):
+    # float32/64 with the BLAS: one task per image (Note [Convolution per image]); with the
+    # BLAS off: the batch-chunk path. Values and every gradient subset agree; the weight
+    # gradient's slab sums do not depend on the thread count.
+    xs, ws, kw = case
+    fn = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(ws)]
+    x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
+    gy = None
+
+    def run(blas, threads, grads=(True, True, True)):
+        nonlocal gy
+        n = ember.get_num_threads()
+        ember._C._set_blas_enabled(blas)
+        ember.set_num_threads(threads)
+        try:
+            xe, we, be = (t(a, device, grad=g) for a, g in zip((x, w, b), grads))
+            y = fn(xe, we, be, **kw)
+            if gy is None:
+                gy = rng.standard_normal(tuple(y.shape))
+            y.backward(t(gy, device))
+            return [y.detach().numpy()] + [e.grad.numpy() if g else None
+                                            for e, g in zip((xe, we, be), grads)]
+        finally:
+            ember._C._set_blas_enabled(True)
+            ember.set_num_threads(n)
+
+    ref = run(False, 1)
+    np.testing.assert_allclose(ref[0], np_conv(x, w, b, kw.get("stride", 1), kw.get("padding", 0),
+                                               None, kw.get("dilation", 1), kw.get("groups", 1)),
+                               atol=1e-10)
+    for grads in [(True, True, True), (True, False, False), (False, True, True)]:
+        got = run(True, 2, grads)
+        for a, r in zip(got, ref):
+            if a is not None:
+                np.testing.assert_allclose(a, r, atol=1e-10, rtol=1e-10)
+    np.testing.assert_array_equal(run(True, 1)[2], run(True, 2)[2])
+
+
 @pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1, output_padding=1),
                                 dict(stride=(2, 3), dilation=2, groups=2, output_padding=(1, 0))])
 def test_conv_transpose2d_matches_numpy(device, rng, kw):

@@ -157,6 +157,10 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
         if (r.defined()) inputs[nr] = r;
       }
     }
+    for (auto& hook : n->node_pre_hooks) {
+      variable_list r = hook(inputs);
+      if (!r.empty()) inputs = std::move(r);
+    }
     if (restricted) {
       auto it = captures.find(n);
       if (it != captures.end()) {
@@ -185,11 +189,17 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
       if (profiler::enabled())
         prof.emplace("autograd::engine::evaluate_function: " + n->name(),
                      profiler::EventKind::Backward);
+      variable_list grad_outputs;  // what apply saw, for the post hooks
+      if (!n->post_hooks.empty()) grad_outputs = inputs;
       try {
         outputs = n->apply(std::move(inputs));
       } catch (...) {
         if (anomaly_enabled() && anomaly_report_hook) anomaly_report_hook(*n);
         throw;
+      }
+      for (auto& hook : n->post_hooks) {
+        variable_list r = hook(outputs, grad_outputs);
+        if (!r.empty()) outputs = std::move(r);
       }
       if (anomaly_enabled() && anomaly_check_nan())
         for (size_t i = 0; i < outputs.size(); ++i)

@@ -72,6 +72,12 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<InputMeta> input_meta;  // one per forward output
   /// Hooks run on the gradient of forward output i before apply (Tensor.register_hook on non-leaves).
   std::vector<std::pair<uint32_t, TensorHook>> pre_hooks;
+  /// Node.register_prehook: fn(grad_outputs) after the tensor hooks, before apply; a
+  /// non-empty result replaces the gradients.
+  std::vector<std::function<variable_list(const variable_list&)>> node_pre_hooks;
+  /// Node.register_hook: fn(grad_inputs, grad_outputs) after apply; a non-empty result
+  /// replaces grad_inputs (what flows to the next nodes).
+  std::vector<std::function<variable_list(const variable_list&, const variable_list&)>> post_hooks;
   /// Forward traceback (anomaly mode).
   std::string trace;
   /// Undefined incoming gradients become zeros before apply (custom Functions may opt out).

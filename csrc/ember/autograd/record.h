@@ -5,6 +5,7 @@
 #include "ember/autograd/functions.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/ops/ops.h"
+#include "ember/ops/out.h"
 
 namespace ember::autograd {
 
@@ -53,9 +54,7 @@ const Tensor& inplace_with_grad(const Tensor& self, const char* name, bool needs
   Tensor r = out_of_place(src);
   {
     GradModeGuard no_grad(false);
-    EMBER_CHECK(!(is_floating(r.dtype()) && !is_floating(self.dtype())), "result type ",
-                dtype_name(r.dtype()), " can't be cast to the desired output type ",
-                dtype_name(self.dtype()));
+    check_result_cast(r.dtype(), self.dtype());
     EMBER_CHECK(r.sizes() == self.sizes(), name, ": output with shape ", shape_str(self.sizes()),
                 " doesn't match the broadcast shape ", shape_str(r.sizes()));
     copy_(self, r);

@@ -109,11 +109,15 @@ DType unary_out_dtype(UnaryOp op, DType compute) {
   return op_kind(op) == Kind::PRED ? DType::Bool : compute;
 }
 
-// Resizes `out` (PyTorch's out= contract) or checks that it matches.
-void prepare_out(const Tensor& out, const Shape& shape, const char* op) {
-  EMBER_CHECK(out.sizes() == shape, op, ": out= has shape ", shape_str(out.sizes()),
-              " but the result has shape ", shape_str(shape),
-              "; pass an out tensor of the result's shape");
+// An out= tensor that is also an input is written in place and must already have the
+// result's shape (PyTorch's in-place error); any other is resized (ops/out.h).
+void prepare_out(const Tensor& out, const Tensor& in, const Shape& shape, const char* op) {
+  if (out.is_same(in)) {
+    EMBER_CHECK(out.sizes() == shape, op, ": output with shape ", shape_str(out.sizes()),
+                " doesn't match the broadcast shape ", shape_str(shape));
+    return;
+  }
+  resize_output(out, shape);
 }
 
 bool ranges_overlap(const Tensor& a, const Tensor& b) {
@@ -187,15 +191,11 @@ static Tensor run_unary(UnaryOp op, const Tensor& a, const Tensor* out_opt) {
   Tensor out;
   bool direct = false;
   if (out_opt) {
-    prepare_out(*out_opt, a.sizes(), op_name(op));
+    prepare_out(*out_opt, a, a.sizes(), op_name(op));
     check_no_internal_overlap(*out_opt, op_name(op));
     check_no_overlap(*out_opt, in, op_name(op));
     direct = out_opt->dtype() == out_dt;
-    if (!direct)
-      EMBER_CHECK(!(is_floating(out_dt) && !is_floating(out_opt->dtype())) &&
-                      !(out_dt != DType::Bool && out_opt->dtype() == DType::Bool),
-                  "result type ", dtype_name(out_dt), " can't be cast to the desired output type ",
-                  dtype_name(out_opt->dtype()));
+    if (!direct) check_result_cast(out_dt, out_opt->dtype());
     out = direct ? *out_opt : empty(a.sizes(), out_dt, a.device());
   } else {
     out = empty(a.sizes(), out_dt, a.device());
@@ -294,17 +294,12 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   Tensor out;
   bool direct = false;
   if (out_opt) {
-    if (out_opt->sizes() != shape)
-      EMBER_ERROR(name, ": output with shape ", shape_str(out_opt->sizes()),
-                  " doesn't match the broadcast shape ", shape_str(shape));
+    prepare_out(*out_opt, out_opt->is_same(b) ? b : a, shape, name);
     check_no_internal_overlap(*out_opt, name);
     check_no_overlap(*out_opt, ca, name);
     check_no_overlap(*out_opt, cb, name);
     DType od = out_opt->dtype();
-    EMBER_CHECK(!(is_floating(out_dt) && !is_floating(od)) &&
-                    !(out_dt != DType::Bool && od == DType::Bool),
-                "result type ", dtype_name(out_dt), " can't be cast to the desired output type ",
-                dtype_name(od));
+    check_result_cast(out_dt, od);
     direct = od == out_dt && out_opt->device() == dev;
     out = direct ? *out_opt : empty(shape, out_dt, dev);
   } else {

@@ -71,6 +71,16 @@ const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, con
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value);
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value);
+/// scatter with reduce='add' | 'multiply' (PyTorch's legacy reductions): self's entries at
+/// index combine with src (or value); not differentiable (backward raises).
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+               const std::string& reduce);
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value,
+               const std::string& reduce);
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                       const std::string& reduce);
+const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value,
+                       const std::string& reduce);
 /// self[index[i][j]][j] += src[i][j] (dim 0); duplicates accumulate.
 const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);

@@ -66,14 +66,14 @@ void check_scalars(DType dt, Scalar beta, Scalar alpha) {
   }
 }
 
-// Validates an out= tensor against the result's dtype, shape and device.
+// Validates an out= tensor against the result's dtype and device and resizes it to the
+// result's shape (ops/out.h); the in-place add forms check their shape first.
 void check_out(const Tensor& out, DType dt, const Shape& shape, Device dev, const char* op) {
   EMBER_CHECK(out.dtype() == dt, op, ": expected out tensor to have dtype ", dtype_name(dt),
               ", but got ", dtype_name(out.dtype()), " instead");
-  EMBER_CHECK(out.sizes() == shape, op, ": output with shape ", shape_str(out.sizes()),
-              " doesn't match the result shape ", shape_str(shape));
   EMBER_CHECK(out.device() == dev, op, ": expected out tensor on ", dev.str(), ", but got ",
               out.device().str());
+  resize_output(out, shape);
   check_no_internal_overlap(out, op);
 }
 
@@ -129,7 +129,7 @@ Tensor matmul_autograd(const Tensor& a, const Tensor& b, const Shape& batch, int
     const int64_t rows = checked_numel(Shape(a.sizes().begin(), a.sizes().end() - 1));
     Tensor a2 = reshape(a, Shape{rows, k});  // explicit rows: k may be 0
     Tensor r = d2 == 2 ? mm(a2, b) : mv(a2, b);
-    return view(r, final_shape);
+    return unsafe_view(r, final_shape);
   }
   if (d1 <= 2) {  // (a @ b)^T = b^T @ a^T: fold b's batch into the rows of b^T
     Tensor bt = transpose(b, -1, -2);
@@ -146,7 +146,7 @@ Tensor matmul_autograd(const Tensor& a, const Tensor& b, const Shape& batch, int
   ys.push_back(n);
   Tensor x = reshape(expand(a, xs), Shape{nb, m, k});
   Tensor y = reshape(expand(b, ys), Shape{nb, k, n});
-  return view(bmm(x, y), final_shape);
+  return unsafe_view(bmm(x, y), final_shape);
 }
 
 // The matmul front-end shared by matmul and matmul_out.

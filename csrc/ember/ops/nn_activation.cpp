@@ -92,9 +92,7 @@ const Tensor& activation_(const Tensor& self, const char* name,
                           const std::function<Tensor(const Tensor&)>& f) {
   if (autograd::inplace_records(self, {})) return autograd::inplace_with_grad(self, name, true, f);
   Tensor r = f(self);
-  EMBER_CHECK(!(is_floating(r.dtype()) && !is_floating(self.dtype())), "result type ",
-              dtype_name(r.dtype()), " can't be cast to the desired output type ",
-              dtype_name(self.dtype()));
+  check_result_cast(r.dtype(), self.dtype());
   copy_(self, r);
   return self;
 }

@@ -18,6 +18,8 @@ namespace ember {
 DispatchStub<Im2colKernel> im2col_stub("im2col");
 DispatchStub<Col2imKernel> col2im_stub("col2im");
 DispatchStub<ConvLayoutKernel> conv_layout_stub("convolution");
+DispatchStub<ConvFwdImagesKernel> conv_fwd_images_stub("convolution");
+DispatchStub<ConvBwdImagesKernel> conv_bwd_images_stub("convolution_backward");
 
 // Note [Convolution layout]
 // A batch chunk of nb images becomes one column matrix cols [C*k, nb*L] (L output
@@ -95,6 +97,13 @@ Tensor gy_cnl(const Tensor& gyc, int64_t n0, int64_t nb, const ConvSpec& s) {
   return r;
 }
 
+// Note [Convolution per image]: the device has the per-image kernels and the
+// columns are not the image itself (1x1 kernels stay on the copy-free chunk path).
+bool per_image(const Tensor& t, const ConvSpec& s) {
+  return !identity_cols(s) && conv_fwd_images_stub.fns[int(t.device().type)] &&
+         conv_bwd_images_stub.fns[int(t.device().type)];
+}
+
 }  // namespace
 
 // ---- the three primitives, without autograd ------------------------------------------------
@@ -112,6 +121,7 @@ Tensor conv_forward_raw(const Tensor& x, const Tensor& w, const Tensor& bias, co
     return y;
   }
   const Tensor xc = contiguous(x), wc = contiguous(w);
+  if (per_image(x, s) && conv_fwd_images_stub.get(x.device())(y, xc, wc, bias, G, s.g)) return y;
   const int64_t chunk = chunk_size(s, N, x.element_size());
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nb = std::min(chunk, N - n0);
@@ -140,6 +150,9 @@ Tensor conv_backward_input_raw(const Tensor& gy, const Tensor& w, const Tensor& 
   if (gx.numel() == 0) return gx;
   if (Cog == 0 || L == 0) {
     fill_(gx, Scalar(0.0));
+  } else if (per_image(gy, s) && conv_bwd_images_stub.get(gy.device())(
+                                     gx, Tensor(), gy, contiguous(w), contiguous(gy), G, s.g)) {
+    // (x is not read without a weight gradient: gy stands in for it)
   } else {
     const Tensor gyc = contiguous(gy), wc = contiguous(w);
     const int64_t chunk = chunk_size(s, N, gy.element_size());
@@ -165,7 +178,11 @@ Tensor conv_backward_weight_raw(const Tensor& x, const Tensor& gy, const ConvSpe
   const int64_t N = x.sizes()[0], G = s.groups, Co = s.cout, L = s.g.out_numel();
   const int64_t Kg = s.g.channels / G * s.g.k_numel(), Cog = Co / G;
   Tensor gw = zeros(Shape{Co, Kg}, x.dtype(), x.device());
-  if (gw.numel() > 0 && N * L > 0) {
+  if (gw.numel() > 0 && N * L > 0 && per_image(x, s) &&
+      conv_bwd_images_stub.get(x.device())(Tensor(), gw, contiguous(x), gy, contiguous(gy), G,
+                                           s.g)) {
+    // (w is not read without an input gradient: gy stands in for it)
+  } else if (gw.numel() > 0 && N * L > 0) {
     const Tensor xc = contiguous(x), gyc = contiguous(gy);
     const int64_t chunk = chunk_size(s, N, x.element_size());
     for (int64_t n0 = 0; n0 < N; n0 += chunk) {
@@ -193,6 +210,8 @@ std::pair<Tensor, Tensor> conv_backward_both_raw(const Tensor& x, const Tensor& 
   Tensor gx = empty(with_spatial(N, C, s.g.in, s.nsp), x.dtype(), x.device());
   Tensor gw = zeros(Shape{Co, Kg}, x.dtype(), x.device());
   const Tensor xc = contiguous(x), wc = contiguous(w), gyc = contiguous(gy);
+  if (per_image(x, s) && conv_bwd_images_stub.get(x.device())(gx, gw, xc, wc, gyc, G, s.g))
+    return {gx, view(gw, s.weight_sizes)};
   const int64_t chunk = chunk_size(s, N, x.element_size());
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nb = std::min(chunk, N - n0);

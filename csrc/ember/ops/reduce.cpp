@@ -72,10 +72,8 @@ Tensor finish(const Tensor& keep, const Plan& p) {
 
 /// Copies `result` into the user's out= tensor (same shape required; dtype converted).
 const Tensor& write_out(const Tensor& result, const Tensor& out, const char* op) {
-  EMBER_CHECK(out.sizes() == result.sizes(), op, "(): out= has shape ", shape_str(out.sizes()),
-              " but the result has shape ", shape_str(result.sizes()),
-              "; pass an out tensor of the result's shape");
   check_same_device(out, result, op);
+  resize_output(out, result.sizes());
   check_no_internal_overlap(out, op);
   copy_(out, result);
   return out;

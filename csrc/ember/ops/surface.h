@@ -13,6 +13,7 @@
 #include "ember/core/scalar.h"
 #include "ember/core/tensor.h"
 #include "ember/ops/ops.h"
+#include "ember/ops/out.h"
 
 namespace ember {
 
@@ -20,15 +21,13 @@ namespace ember {
 enum class MemoryFormat { Preserve, Contiguous, ChannelsLast, ChannelsLast3d };
 
 // ---- in-place composites ---------------------------------------------------------
-/// Checks that an op's result of dtype `result` may be written into a tensor of dtype `into`.
-void check_result_cast(DType result, DType into, const char* op);
 /// The in-place form of an out-of-place op `f`: `self <- f(self)`. Under autograd `f`
 /// runs on a recorded clone and self's history is rebased (Note [In-place ops under autograd]).
 const Tensor& inplace_composite(const Tensor& self, const char* name,
                                 const std::vector<const Tensor*>& others,
                                 const std::function<Tensor(const Tensor&)>& f);
-/// Writes `result` into `out` as PyTorch's out= does: an empty `out` (numel 0) is
-/// resized to the result's shape, any other must match; the dtype must be castable.
+/// Writes `result` into `out` as PyTorch's out= does: an `out` of another shape is
+/// resized (ops/out.h resize_output); the dtype must be castable; `out` on result's device.
 const Tensor& write_out(const Tensor& result, const Tensor& out, const char* op);
 
 // ---- allocation --------------------------------------------------------------------

@@ -15,13 +15,6 @@ namespace ember {
 
 // ---- in-place composites and out= ---------------------------------------------------
 
-void check_result_cast(DType result, DType into, const char* op) {
-  EMBER_CHECK(!(is_floating(result) && !is_floating(into)) &&
-                  !(result != DType::Bool && into == DType::Bool),
-              op, ": result type ", dtype_name(result),
-              " can't be cast to the desired output type ", dtype_name(into));
-}
-
 const Tensor& inplace_composite(const Tensor& self, const char* name,
                                 const std::vector<const Tensor*>& others,
                                 const std::function<Tensor(const Tensor&)>& f) {
@@ -47,12 +40,8 @@ const Tensor& write_out(const Tensor& result, const Tensor& out, const char* op)
   check_result_cast(result.dtype(), out.dtype(), op);
   EMBER_CHECK(out.device() == result.device(), op, ": expected out on ", result.device().str(),
               " but got out on ", out.device().str());
-  if (out.sizes() != result.sizes()) {
-    EMBER_CHECK(out.numel() == 0, op, ": output with shape ", shape_str(out.sizes()),
-                " doesn't match the result shape ", shape_str(result.sizes()),
-                " (an out= tensor must have the result's shape or be empty)");
-    resize_(out, result.sizes());
-  }
+  resize_output(out, result.sizes());
+  check_no_internal_overlap(out, op);
   autograd::GradModeGuard no_grad(false);
   return copy_(out, result);
 }

@@ -80,10 +80,27 @@ Tensor view(const Tensor& a, const Shape& shape) {
   return out;
 }
 
+Tensor unsafe_view(const Tensor& a, const Shape& shape) {
+  Shape s = infer_size(shape, a.numel());
+  auto st = view_strides(a.sizes(), a.strides(), s);
+  EMBER_CHECK(st, "_unsafe_view: size ", shape_str(s), " is not compatible with input of shape ",
+              shape_str(a.sizes()), " and strides ", shape_str(a.strides()));
+  Tensor out = make_view(a, s, *st, a.storage_offset());
+  out.impl()->version = std::make_shared<VersionCounter>();  // not a view: its own counter
+  if (autograd::compute_requires_grad({&a})) {
+    Shape in_sizes = a.sizes();
+    autograd::record("UnsafeViewBackward0", {&a}, out,
+                     [in_sizes](autograd::LambdaNode&, autograd::variable_list&& g) {
+                       return autograd::variable_list{reshape(g[0], in_sizes)};
+                     });
+  }
+  return out;
+}
+
 Tensor reshape(const Tensor& a, const Shape& shape) {
   Shape s = infer_size(shape, a.numel());
   if (view_strides(a.sizes(), a.strides(), s)) return view(a, s);
-  return view(clone(a), s);
+  return unsafe_view(clone(a), s);
 }
 
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {

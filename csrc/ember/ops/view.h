@@ -12,6 +12,10 @@ Shape infer_size(const Shape& shape, int64_t numel);
 Tensor view(const Tensor& a, const Shape& shape);
 /// A view when the strides allow one, otherwise a contiguous copy.
 Tensor reshape(const Tensor& a, const Shape& shape);
+/// PyTorch's _unsafe_view: `a`'s data under a new shape, recorded as UnsafeViewBackward0;
+/// the result is not a view (no base, its own version counter). For results nothing else
+/// sees (reshape's copy, matmul's product).
+Tensor unsafe_view(const Tensor& a, const Shape& shape);
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1);
 Tensor t(const Tensor& a);
 Tensor permute(const Tensor& a, const Shape& dims);

@@ -170,6 +170,48 @@ struct PyHook {
   }
 };
 
+// A Python callable a node keeps: released under the GIL whenever the node dies.
+std::shared_ptr<py::object> held(py::object fn) {
+  return std::shared_ptr<py::object>(new py::object(std::move(fn)), [](py::object* p) {
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire gil;
+      delete p;
+    } else {
+      p->release();
+      delete p;
+    }
+  });
+}
+
+// Gradients as the tuple a node hook receives (None where undefined).
+py::tuple grads_tuple(const variable_list& gs) {
+  py::tuple t(gs.size());
+  for (size_t i = 0; i < gs.size(); ++i) t[i] = gs[i].defined() ? wrap(gs[i]) : py::none();
+  return t;
+}
+
+// A node hook's return value: None keeps `given` (empty result), else a sequence of
+// as many Tensors-or-None, as PyTorch checks.
+variable_list hook_result(const py::object& r, const variable_list& given, const py::object& fn) {
+  if (r.is_none()) return {};
+  std::string name = py::hasattr(fn, "__name__") ? py::str(fn.attr("__name__")).cast<std::string>()
+                                                 : std::string("hook");
+  EMBER_CHECK_TYPE(py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r),
+                   "expected tuple, but hook returned '", type_name(r), "'");
+  EMBER_CHECK(py::len(r) == given.size(), "hook '", name,
+              "' has returned an incorrect number of values (got ", py::len(r), ", but expected ",
+              given.size(), ")");
+  variable_list out(given.size());
+  for (size_t i = 0; i < given.size(); ++i) {
+    py::handle v = r[py::int_(i)];
+    if (v.is_none()) continue;
+    Tensor* t;
+    EMBER_CHECK_TYPE(as_tensor(v, t), "expected Variable, but hook returned '", type_name(v), "'");
+    out[i] = *t;
+  }
+  return out;
+}
+
 struct HookHandle {
   std::shared_ptr<bool> alive;
   void remove() { *alive = false; }
@@ -239,58 +281,90 @@ void init_autograd(py::module_& m) {
         return std::unique_ptr<PyNode, PyNodeDeleter>(new PyNode{std::move(g_pending_node)});
       }))
       .def("name", [](const PyNode& n) { return n.node->name(); })
-      .def_property_readonly("next_functions", [](const PyNode& n) {
-        py::tuple t(n.node->next_edges.size());
-        for (size_t i = 0; i < n.node->next_edges.size(); ++i) {
-          const auto& e = n.node->next_edges[i];
-          t[i] = py::make_tuple(node_object(e.fn), e.input_nr);
-        }
-        return t;
-      })
-      .def_property_readonly("variable", [](const PyNode& n) -> py::object {
-        auto* acc = dynamic_cast<autograd::AccumulateGrad*>(n.node.get());
-        if (!acc) throw py::attribute_error("'" + n.node->name() + "' object has no attribute 'variable'");
-        Tensor v = acc->variable();
-        return v.defined() ? wrap(v) : py::none();
-      })
+      .def_property_readonly("next_functions",
+                             [](const PyNode& n) {
+                               py::tuple t(n.node->next_edges.size());
+                               for (size_t i = 0; i < n.node->next_edges.size(); ++i) {
+                                 const auto& e = n.node->next_edges[i];
+                                 t[i] = py::make_tuple(node_object(e.fn), e.input_nr);
+                               }
+                               return t;
+                             })
+      .def_property_readonly("variable",
+                             [](const PyNode& n) -> py::object {
+                               auto* acc = dynamic_cast<autograd::AccumulateGrad*>(n.node.get());
+                               if (!acc)
+                                 throw py::attribute_error("'" + n.node->name() +
+                                                           "' object has no attribute 'variable'");
+                               Tensor v = acc->variable();
+                               return v.defined() ? wrap(v) : py::none();
+                             })
       .def_property_readonly("_sequence_nr", [](const PyNode& n) { return n.node->sequence_nr; })
       .def_property_readonly("metadata", [](const PyNode& n) { return node_metadata(n.node); })
       // The saved tensors of a formula node in save order (None where nothing was saved);
       // raises PyTorch's error once they were freed by backward.
-      .def("_saved_values", [](const PyNode& n) {
-        auto* ln = dynamic_cast<autograd::LambdaNode*>(n.node.get());
-        py::list out;
-        if (!ln) return out;
-        for (size_t i = 0; i < ln->saved.size(); ++i) {
-          EMBER_CHECK(!ln->released, "Trying to backward through the graph a second time (or directly access saved "
-                                     "tensors after they have already been freed). Saved intermediate values of the "
-                                     "graph are freed when you call .backward() or autograd.grad(). Specify "
-                                     "retain_graph=True if you need to backward through the graph a second time or if "
-                                     "you need to access saved tensors after calling backward.");
-          if (!ln->saved[i].defined()) {
-            out.append(py::none());
-            continue;
-          }
-          Tensor t = ln->saved[i].unpack(n.node);
-          out.append(t.defined() ? wrap(t) : py::none());
-        }
-        return out;
-      })
+      .def(
+          "_saved_values",
+          [](const PyNode& n) {
+            auto* ln = dynamic_cast<autograd::LambdaNode*>(n.node.get());
+            py::list out;
+            if (!ln) return out;
+            for (size_t i = 0; i < ln->saved.size(); ++i) {
+              EMBER_CHECK(
+                  !ln->released,
+                  "Trying to backward through the graph a second time (or directly access saved "
+                  "tensors after they have already been freed). Saved intermediate values of the "
+                  "graph are freed when you call .backward() or autograd.grad(). Specify "
+                  "retain_graph=True if you need to backward through the graph a second time or if "
+                  "you need to access saved tensors after calling backward.");
+              if (!ln->saved[i].defined()) {
+                out.append(py::none());
+                continue;
+              }
+              Tensor t = ln->saved[i].unpack(n.node);
+              out.append(t.defined() ? wrap(t) : py::none());
+            }
+            return out;
+          })
       .def("_released", [](const PyNode& n) { return n.node->released; })
-      .def("register_prehook", [](const PyNode& n, py::object fn) {
-        PyHook h{fn};
-        n.node->pre_hooks.push_back({0, h});
-        return HookHandle{h.alive};
-      })
-      .def("__repr__", [](const PyNode& n) {
-        char buf[64];
-        snprintf(buf, sizeof buf, " object at %p>", static_cast<void*>(n.node.get()));
-        return "<" + n.node->name() + buf;
-      })
-      .def("__eq__", [](const PyNode& a, py::handle b) {
-        return py::isinstance<PyNode>(b) && b.cast<PyNode&>().node == a.node;
-      })
-      .def("__hash__", [](const PyNode& n) { return reinterpret_cast<intptr_t>(n.node.get()) >> 4; });
+      // Node hooks (PyTorch's Node.register_prehook / register_hook): fn gets tuples of
+      // gradients (None where undefined) and may return a tuple replacing them.
+      .def("register_prehook",
+           [](const PyNode& n, py::object f) {
+             auto alive = std::make_shared<bool>(true);
+             auto fn = held(std::move(f));
+             n.node->node_pre_hooks.push_back([fn, alive](const variable_list& grad_outputs) {
+               if (!*alive) return variable_list();
+               py::gil_scoped_acquire gil;
+               return hook_result((*fn)(grads_tuple(grad_outputs)), grad_outputs, *fn);
+             });
+             return HookHandle{alive};
+           })
+      .def("register_hook",
+           [](const PyNode& n, py::object f) {
+             auto alive = std::make_shared<bool>(true);
+             auto fn = held(std::move(f));
+             n.node->post_hooks.push_back(
+                 [fn, alive](const variable_list& grad_inputs, const variable_list& grad_outputs) {
+                   if (!*alive) return variable_list();
+                   py::gil_scoped_acquire gil;
+                   return hook_result((*fn)(grads_tuple(grad_inputs), grads_tuple(grad_outputs)),
+                                      grad_inputs, *fn);
+                 });
+             return HookHandle{alive};
+           })
+      .def("__repr__",
+           [](const PyNode& n) {
+             char buf[64];
+             snprintf(buf, sizeof buf, " object at %p>", static_cast<void*>(n.node.get()));
+             return "<" + n.node->name() + buf;
+           })
+      .def("__eq__",
+           [](const PyNode& a, py::handle b) {
+             return py::isinstance<PyNode>(b) && b.cast<PyNode&>().node == a.node;
+           })
+      .def("__hash__",
+           [](const PyNode& n) { return reinterpret_cast<intptr_t>(n.node.get()) >> 4; });
 
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
   cls.def_property("requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },

@@ -97,6 +97,7 @@ void init_indexing(py::module_& m);
 void init_reduce(py::module_& m);
 void init_linalg(py::module_& m);
 void init_interop(py::module_& m);
+void init_factories_like(py::module_& m);  // python/factories_like.cpp: zeros_like, ...
 void init_random(py::module_& m);
 void init_join_sort(py::module_& m);
 void init_autograd(py::module_& m);
@@ -137,6 +138,18 @@ py::object dtype_object(DType t);
 py::object size_object(const Shape& s);
 py::object device_object(Device d);
 py::object wrap(Tensor t);
+
+// ---- out= (the one helper every binding uses; the contract is ops/out.h) ----
+/// out= given as a keyword: nullptr for None, the Tensor, or PyTorch's TypeError.
+const Tensor* out_arg(py::handle out, const char* op);
+/// out=(a, b) of the two-result ops: both null for None, else a tuple of two Tensors.
+std::pair<const Tensor*, const Tensor*> out_pair_arg(py::handle out, const char* op);
+/// A binding's return value: `r`, or `r` written into out= (write_out: resized
+/// as PyTorch, dtype checked) and out itself.
+py::object result_or_out(const Tensor& r, py::handle out, const char* op);
+/// Like result_or_out for the (values, indices) ops: out=(values, indices), each resized.
+/// Returns ember.return_types.<name>(values, indices).
+py::object pair_or_out(const char* name, const Tensor& a, const Tensor& b, py::handle out);
 
 /// Python type name of an object, for messages.
 std::string type_name(py::handle h);

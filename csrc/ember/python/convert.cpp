@@ -1,7 +1,9 @@
 // Argument conversion for the bindings (see bind.h).
 #include <pybind11/numpy.h>
 
+#include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
+#include "ember/ops/surface.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
@@ -25,6 +27,40 @@ bool as_tensor(py::handle h, Tensor*& out) {
   if (!c.load(h, false)) return false;
   out = &py::detail::cast_op<Tensor&>(c);
   return true;
+}
+
+const Tensor* out_arg(py::handle out, const char* op) {
+  if (out.is_none()) return nullptr;
+  Tensor* t;
+  if (as_tensor(out, t)) return t;
+  raise(ErrorKind::Type, op, "(): argument 'out' must be Tensor, not ", type_name(out));
+}
+
+std::pair<const Tensor*, const Tensor*> out_pair_arg(py::handle out, const char* op) {
+  if (out.is_none()) return {nullptr, nullptr};
+  Tensor *a = nullptr, *b = nullptr;
+  const bool ok = (py::isinstance<py::tuple>(out) || py::isinstance<py::list>(out)) &&
+                  py::len(out) == 2 && as_tensor(out[py::int_(0)], a) &&
+                  as_tensor(out[py::int_(1)], b);
+  EMBER_CHECK_TYPE(ok, op, "(): argument 'out' must be a tuple of two Tensors, not ",
+                   type_name(out));
+  return {a, b};
+}
+
+py::object result_or_out(const Tensor& r, py::handle out, const char* op) {
+  const Tensor* o = out_arg(out, op);
+  if (!o) return wrap(r);
+  write_out(r, *o, op);
+  return py::reinterpret_borrow<py::object>(out);
+}
+
+py::object pair_or_out(const char* name, const Tensor& a, const Tensor& b, py::handle out) {
+  auto [oa, ob] = out_pair_arg(out, name);
+  py::object make = py::module_::import("ember.return_types").attr(name);
+  if (!oa) return make(wrap(a), wrap(b));
+  write_out(a, *oa, name);
+  write_out(b, *ob, name);
+  return make(wrap(*oa), wrap(*ob));
 }
 
 bool as_scalar(py::handle h, Scalar& out) {

@@ -62,12 +62,8 @@ struct Binder<F, R(Self, Args...)> {
   // ember.name(input, ..., *, out=None)
   static auto with_out(F f, std::string name) {
     return [f, name](Self self, Args... args, py::handle out) -> py::object {
-      if (out.is_none()) return to_object(f(self, args...));
-      Tensor* o;
-      if (!as_tensor(out, o))
-        raise(ErrorKind::Type, name, "(): argument 'out' must be Tensor, not ", type_name(out));
-      write_out(to_tensor(f(self, args...), name), *o, name.c_str());
-      return py::reinterpret_borrow<py::object>(out);
+      if (!out_arg(out, name.c_str())) return to_object(f(self, args...));
+      return result_or_out(to_tensor(f(self, args...), name), out, name.c_str());
     };
   }
   // Tensor.name_(...): self <- f(self, ...)

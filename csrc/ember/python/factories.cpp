@@ -1,5 +1,5 @@
-// Bindings: tensor(data) and the other factories, *_like, Tensor.new_*, and
-// the dtype conversion methods (float(), long(), type(), ...).
+// Bindings: tensor(data) and the other factories, Tensor.new_*, and the dtype
+// conversion methods (float(), long(), type(), ...); *_like is python/factories_like.cpp.
 #include <pybind11/numpy.h>
 
 #include <cmath>
@@ -339,8 +339,8 @@ Shape sizes_of(const char* op, const py::args& args, FactoryKwargs& kw) {
 
 // zeros / ones / empty: f(*size, dtype=None, device=None, requires_grad=False, ...)
 template <int Kind>  // 0 zeros, 1 ones, 2 empty
-Tensor sized_factory(const char* op, const py::args& args, const py::kwargs& kwargs) {
-  FactoryKwargs kw(op, kwargs);
+py::object sized_factory(const char* op, const py::args& args, const py::kwargs& kwargs) {
+  FactoryKwargs kw(op, kwargs, true);
   Shape s = sizes_of(op, args, kw);
   DType dt = kw.dtype().value_or(default_dtype());
   Device dev = kw.device().value_or(Device());
@@ -348,23 +348,7 @@ Tensor sized_factory(const char* op, const py::args& args, const py::kwargs& kwa
   kw.ignore_layout();
   kw.done();
   Tensor t = Kind == 2 ? empty(s, dt, dev) : Kind == 1 ? ones(s, dt, dev) : zeros(s, dt, dev);
-  return finish_factory(t, rg);
-}
-
-Tensor like_factory(const char* op, const Tensor& a, const py::kwargs& kwargs,
-                    const std::function<void(const Tensor&, const Generator&)>& fill) {
-  FactoryKwargs kw(op, kwargs);
-  auto dt = kw.dtype();
-  auto dev = kw.device();
-  bool rg = kw.requires_grad();
-  py::object g = kw.take("generator");
-  Generator gen = generator_arg(g);
-  kw.ignore_layout();
-  kw.done();
-  Tensor t = empty_like(a, dt, dev);
-  fill(t, gen);
-  *t.impl()->version = 0;
-  return finish_factory(t, rg);
+  return kw.finish(t, rg);
 }
 
 const char* legacy_names[] = {"BoolTensor",  "ByteTensor",  "CharTensor", "ShortTensor",
@@ -433,6 +417,11 @@ Tensor conv(const Tensor& t, DType d) { return to_dtype(t, d); }
 
 }  // namespace
 
+namespace {
+void bind_ranges(py::module_& m);
+void bind_tensor_methods(py::module_& m);
+}  // namespace
+
 void init_factories(py::module_& m) {
   m.def(
       "tensor",
@@ -491,7 +480,7 @@ void init_factories(py::module_& m) {
   m.def(
       "full",
       [](py::handle size, py::handle fill, py::kwargs kwargs) {
-        FactoryKwargs kw("full", kwargs);
+        FactoryKwargs kw("full", kwargs, true);
         Shape s = shape_arg(size, "full", "size");
         Scalar v = scalar_arg(fill, "full", "fill_value");
         DType dt = kw.dtype().value_or(full_dtype(v));
@@ -499,7 +488,7 @@ void init_factories(py::module_& m) {
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
-        return finish_factory(full(s, v, dt, dev), rg);
+        return kw.finish(full(s, v, dt, dev), rg);
       },
       py::arg("size"), py::arg("fill_value"));
   m.def(
@@ -515,83 +504,16 @@ void init_factories(py::module_& m) {
       },
       py::arg("s"));
 
-  m.def(
-      "zeros_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("zeros_like", a, k, [](const Tensor& t, const Generator&) {
-          fill_(t, Scalar(int64_t(0)));
-        });
-      },
-      py::arg("input"));
-  m.def(
-      "ones_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("ones_like", a, k, [](const Tensor& t, const Generator&) {
-          fill_(t, Scalar(int64_t(1)));
-        });
-      },
-      py::arg("input"));
-  m.def(
-      "empty_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("empty_like", a, k, [](const Tensor&, const Generator&) {});
-      },
-      py::arg("input"));
-  m.def(
-      "full_like",
-      [](const Tensor& a, py::handle fill, py::kwargs k) {
-        Scalar v = scalar_arg(fill, "full_like", "fill_value");
-        return like_factory("full_like", a, k,
-                            [v](const Tensor& t, const Generator&) { fill_(t, v); });
-      },
-      py::arg("input"), py::arg("fill_value"));
-  m.def(
-      "rand_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("rand_like", a, k,
-                            [](const Tensor& t, const Generator& g) { uniform_(t, 0, 1, g); });
-      },
-      py::arg("input"));
-  m.def(
-      "randn_like",
-      [](const Tensor& a, py::kwargs k) {
-        return like_factory("randn_like", a, k,
-                            [](const Tensor& t, const Generator& g) { normal_(t, 0, 1, g); });
-      },
-      py::arg("input"));
-  m.def(
-      "randint_like",
-      [](const Tensor& a, py::args args, py::kwargs k) {
-        FactoryKwargs kw("randint_like", k);
-        py::object lo = kw.take("low"), hi = kw.take("high");
-        int64_t low = 0, high;
-        if (args.size() == 2) {
-          low = int_arg(args[0], "randint_like", "low");
-          high = int_arg(args[1], "randint_like", "high");
-        } else if (args.size() == 1) {
-          if (!lo.is_none()) low = int_arg(lo, "randint_like", "low");
-          high = int_arg(args[0], "randint_like", "high");
-        } else {
-          EMBER_CHECK_TYPE(args.size() == 0 && !hi.is_none(),
-                           "randint_like() missing required argument 'high'");
-          if (!lo.is_none()) low = int_arg(lo, "randint_like", "low");
-          high = int_arg(hi, "randint_like", "high");
-        }
-        py::kwargs rest;
-        for (const char* n : {"dtype", "device", "requires_grad", "generator", "memory_format",
-                              "layout", "pin_memory"}) {
-          py::object v = kw.take(n);
-          if (!v.is_none()) rest[n] = v;
-        }
-        kw.done();
-        return like_factory(
-            "randint_like", a, rest,
-            [low, high](const Tensor& t, const Generator& g) { random_(t, low, high, g); });
-      },
-      py::arg("input"));
+  bind_ranges(m);
+  bind_tensor_methods(m);
+}
 
+namespace {
+
+// arange, range, linspace, logspace, eye.
+void bind_ranges(py::module_& m) {
   m.def("arange", [](py::args args, py::kwargs kwargs) {
-    FactoryKwargs kw("arange", kwargs);
+    FactoryKwargs kw("arange", kwargs, true);
     Scalar start, end, step;
     range_args("arange", args, kw, start, end, step);
     auto dt = kw.dtype();
@@ -599,7 +521,7 @@ void init_factories(py::module_& m) {
     bool rg = kw.requires_grad();
     kw.ignore_layout();
     kw.done();
-    return finish_factory(arange(start, end, step, dt, dev), rg);
+    return kw.finish(arange(start, end, step, dt, dev), rg);
   });
   m.def("range", [](py::args args, py::kwargs kwargs) {
     if (PyErr_WarnEx(
@@ -636,7 +558,7 @@ void init_factories(py::module_& m) {
   m.def(
       "linspace",
       [](py::handle start, py::handle end, py::object steps, py::kwargs kwargs) {
-        FactoryKwargs kw("linspace", kwargs);
+        FactoryKwargs kw("linspace", kwargs, true);
         // Old PyTorch (and the tutorials) allow linspace(start, end): steps=100.
         int64_t n = steps.is_none() ? 100 : int_arg(steps, "linspace", "steps");
         DType dt = kw.dtype().value_or(default_dtype());
@@ -644,31 +566,31 @@ void init_factories(py::module_& m) {
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
-        return finish_factory(linspace(scalar_arg(start, "linspace", "start").to_double(),
-                                       scalar_arg(end, "linspace", "end").to_double(), n, dt, dev),
-                              rg);
+        return kw.finish(linspace(scalar_arg(start, "linspace", "start").to_double(),
+                                  scalar_arg(end, "linspace", "end").to_double(), n, dt, dev),
+                         rg);
       },
       py::arg("start"), py::arg("end"), py::arg("steps") = py::none());
   m.def(
       "logspace",
       [](py::handle start, py::handle end, py::object steps, py::handle base, py::kwargs kwargs) {
-        FactoryKwargs kw("logspace", kwargs);
+        FactoryKwargs kw("logspace", kwargs, true);
         int64_t n = steps.is_none() ? 100 : int_arg(steps, "logspace", "steps");
         DType dt = kw.dtype().value_or(default_dtype());
         Device dev = kw.device().value_or(Device());
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
-        return finish_factory(logspace(scalar_arg(start, "logspace", "start").to_double(),
-                                       scalar_arg(end, "logspace", "end").to_double(), n,
-                                       scalar_arg(base, "logspace", "base").to_double(), dt, dev),
-                              rg);
+        return kw.finish(logspace(scalar_arg(start, "logspace", "start").to_double(),
+                                  scalar_arg(end, "logspace", "end").to_double(), n,
+                                  scalar_arg(base, "logspace", "base").to_double(), dt, dev),
+                         rg);
       },
       py::arg("start"), py::arg("end"), py::arg("steps") = py::none(), py::arg("base") = 10.0);
   m.def(
       "eye",
       [](py::handle n, py::object mo, py::kwargs kwargs) {
-        FactoryKwargs kw("eye", kwargs);
+        FactoryKwargs kw("eye", kwargs, true);
         std::optional<int64_t> mm;
         if (!mo.is_none()) mm = int_arg(mo, "eye", "m");
         DType dt = kw.dtype().value_or(default_dtype());
@@ -676,11 +598,13 @@ void init_factories(py::module_& m) {
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
-        return finish_factory(eye(int_arg(n, "eye", "n"), mm, dt, dev), rg);
+        return kw.finish(eye(int_arg(n, "eye", "n"), mm, dt, dev), rg);
       },
       py::arg("n"), py::arg("m") = py::none());
+}
 
-  // ---- Tensor methods ----
+// The dtype conversions (float(), long(), type(), ...) and Tensor.new_*.
+void bind_tensor_methods(py::module_& m) {
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
   cls.def("float", [](const Tensor& t, py::kwargs) { return conv(t, DType::Float32); })
       .def("double", [](const Tensor& t, py::kwargs) { return conv(t, DType::Float64); })
@@ -753,5 +677,7 @@ void init_factories(py::module_& m) {
     return empty(shape_from_args(args, "new", "size"), self.dtype(), dev);
   });
 }
+
+}  // namespace
 
 }  // namespace ember::python

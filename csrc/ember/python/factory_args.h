@@ -3,7 +3,9 @@
 #pragma once
 #include <string>
 
+#include "ember/autograd/record.h"
 #include "ember/ops/random.h"
+#include "ember/ops/surface.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
@@ -16,7 +18,15 @@ inline thread_local bool t_pin_pending = false;
 /// raise PyTorch's "got an unexpected keyword argument" TypeError.
 class FactoryKwargs {
  public:
-  FactoryKwargs(const char* op, const py::kwargs& kw) : op_(op), d_(py::dict(kw)) {}
+  /// `accepts_out`: the factory takes out= (PyTorch's zeros, arange, rand, ...); its
+  /// dtype and device then default to out's, and finish() writes the result into it.
+  FactoryKwargs(const char* op, const py::kwargs& kw, bool accepts_out = false)
+      : op_(op), d_(py::dict(kw)) {
+    if (accepts_out) {
+      out_obj_ = take("out");
+      out_ = out_arg(out_obj_, op_);
+    }
+  }
   ~FactoryKwargs() { t_pin_pending = false; }
   FactoryKwargs(const FactoryKwargs&) = delete;
   FactoryKwargs& operator=(const FactoryKwargs&) = delete;
@@ -28,8 +38,20 @@ class FactoryKwargs {
     return r;
   }
   bool has(const char* name) const { return PyDict_GetItemString(d_.ptr(), name) != nullptr; }
-  std::optional<DType> dtype() { return optional_dtype(take("dtype"), op_); }
-  std::optional<Device> device() { return optional_device(take("device")); }
+  std::optional<DType> dtype() {
+    std::optional<DType> d = optional_dtype(take("dtype"), op_);
+    if (!out_) return d;
+    EMBER_CHECK(!d || *d == out_->dtype(), "dtype ", dtype_name(*d),
+                " does not match dtype of out parameter (", dtype_name(out_->dtype()), ")");
+    return out_->dtype();
+  }
+  std::optional<Device> device() {
+    std::optional<Device> d = optional_device(take("device"));
+    if (!out_) return d;
+    EMBER_CHECK(!d || d->type == out_->device().type, "device ", d->str(),
+                " does not match device of out parameter (", out_->device().str(), ")");
+    return out_->device();
+  }
   bool requires_grad() {
     py::object v = take("requires_grad");
     return !v.is_none() && PyObject_IsTrue(v.ptr()) == 1;
@@ -52,17 +74,19 @@ class FactoryKwargs {
   void done() {
     for (auto kv : d_) {
       std::string k = py::str(kv.first);
-      if (k == "out")
-        raise(ErrorKind::Type, op_, "(): the out= argument is not supported by ember's ", op_,
-              "; assign the result instead");
       raise(ErrorKind::Type, op_, "() got an unexpected keyword argument '", k, "'");
     }
   }
   const char* op() const { return op_; }
+  /// The factory's return value: `t` finished (finish_factory), or `t` written into
+  /// out= (resized as PyTorch, ops/out.h) and out itself.
+  py::object finish(Tensor t, bool requires_grad);
 
  private:
   const char* op_;
   py::dict d_;
+  py::object out_obj_ = py::none();
+  const Tensor* out_ = nullptr;
 };
 
 /// Applies requires_grad= (floating dtypes only) to a freshly made tensor.
@@ -78,6 +102,16 @@ inline Tensor finish_factory(Tensor t, bool requires_grad) {
     t.impl()->requires_grad = true;
   }
   return t;
+}
+
+inline py::object FactoryKwargs::finish(Tensor t, bool requires_grad) {
+  if (!out_) return wrap(finish_factory(std::move(t), requires_grad));
+  t_pin_pending = false;
+  EMBER_CHECK(!requires_grad && !autograd::requires_grad(*out_), op_,
+              "(): functions with out=... arguments don't support automatic differentiation, "
+              "but one of the arguments requires grad.");
+  write_out(t, *out_, op_);
+  return out_obj_;
 }
 
 /// A Generator from generator= (None: the default one).

@@ -224,15 +224,15 @@ Tensor tensor_arg(py::handle h, const char* op, const char* arg) {
   return *t;
 }
 
-// scatter(dim, index, src) / scatter(dim, index, value) / reduce='add'
+// scatter(dim, index, src) / scatter(dim, index, value), optionally reduce='add'|'multiply'.
 Tensor do_scatter(const Tensor& self, py::handle dim, py::handle index, py::object src, py::object value,
                   py::object reduce, bool inplace) {
   const char* op = inplace ? "scatter_" : "scatter";
-  bool add = false;
+  std::optional<std::string> r;
   if (!reduce.is_none()) {
-    std::string r = py::str(reduce);
-    if (r == "add") add = true;
-    else raise(ErrorKind::NotImplemented, op, "(): reduce='", r, "' is not supported (only 'add')");
+    EMBER_CHECK_TYPE(py::isinstance<py::str>(reduce), op, "(): argument 'reduce' must be str, not ",
+                     type_name(reduce));
+    r = reduce.cast<std::string>();
   }
   EMBER_CHECK_TYPE(src.is_none() != value.is_none(), op, "(): expected exactly one of 'src' or 'value'");
   int64_t d = dim_arg(dim, op);
@@ -241,16 +241,13 @@ Tensor do_scatter(const Tensor& self, py::handle dim, py::handle index, py::obje
   Tensor* t;
   if (as_tensor(v, t)) {
     Tensor s = *t;
+    if (r) return inplace ? scatter_(self, d, idx, s, *r) : scatter(self, d, idx, s, *r);
     py::gil_scoped_release nogil;
-    if (inplace) return add ? scatter_add_(self, d, idx, s) : scatter_(self, d, idx, s);
-    return add ? scatter_add(self, d, idx, s) : scatter(self, d, idx, s);
+    return inplace ? scatter_(self, d, idx, s) : scatter(self, d, idx, s);
   }
   Scalar sv = scalar_arg(v, op, "value");
+  if (r) return inplace ? scatter_(self, d, idx, sv, *r) : scatter(self, d, idx, sv, *r);
   py::gil_scoped_release nogil;
-  if (add) {
-    Tensor s = expand(scalar_tensor(sv, self.dtype()), idx.sizes());
-    return inplace ? scatter_add_(self, d, idx, s) : scatter_add(self, d, idx, s);
-  }
   return inplace ? scatter_(self, d, idx, sv) : scatter(self, d, idx, sv);
 }
 

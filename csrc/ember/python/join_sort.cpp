@@ -2,6 +2,7 @@
 // module functions and the Tensor methods PyTorch has for them. The results of
 // sort/topk/kthvalue are named tuples (values, indices) as torch.return_types.
 #include "ember/ops/join.h"
+#include "ember/ops/out.h"
 #include "ember/ops/sort.h"
 #include "ember/python/bind.h"
 
@@ -76,6 +77,26 @@ std::optional<Tensor> optional_tensor(py::handle h, const char* op, const char* 
   return *t;
 }
 
+// cat/stack into an out= of a dtype the inputs can't be cast to: PyTorch's TypeError.
+void check_join_out(const Tensor& r, py::handle out, const char* op) {
+  const Tensor* o = out_arg(out, op);
+  if (!o) return;
+  EMBER_CHECK_TYPE(can_cast(r.dtype(), o->dtype()), "ember.", op,
+                   "(): input types can't be cast to the desired output type ",
+                   dtype_name(o->dtype()));
+}
+
+// sort(..., out=(values, indices)): values of the input's dtype, int64 indices.
+py::object sort_out(const std::tuple<Tensor, Tensor>& r, py::handle out) {
+  auto [v, i] = out_pair_arg(out, "sort");
+  if (v) {
+    for (auto [o, dt] : {std::pair{v, std::get<0>(r).dtype()}, std::pair{i, DType::Int64}})
+      EMBER_CHECK(o->dtype() == dt, "sort(): expected out tensor to have dtype ", dtype_name(dt),
+                  ", but got ", dtype_name(o->dtype()), " instead");
+  }
+  return pair_or_out("sort", std::get<0>(r), std::get<1>(r), out);
+}
+
 }  // namespace
 
 void init_join_sort(py::module_& m) {
@@ -97,13 +118,25 @@ void init_join_sort(py::module_& m) {
 
   // ---- joining ---------------------------------------------------------------------
   for (const char* name : {"cat", "concat", "concatenate"}) {
-    m.def(name, [name](py::handle tensors, py::object dim, py::object axis) {
-      return cat(tensor_list(tensors, name), dim_or_axis(dim, axis, name));
-    }, py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(), py::arg("axis") = py::none());
+    m.def(
+        name,
+        [name](py::handle tensors, py::object dim, py::object axis, py::handle out) {
+          Tensor r = cat(tensor_list(tensors, name), dim_or_axis(dim, axis, name));
+          check_join_out(r, out, name);
+          return result_or_out(r, out, name);
+        },
+        py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(),
+        py::arg("axis") = py::none(), py::arg("out") = py::none());
   }
-  m.def("stack", [](py::handle tensors, py::object dim, py::object axis) {
-    return stack(tensor_list(tensors, "stack"), dim_or_axis(dim, axis, "stack"));
-  }, py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(), py::arg("axis") = py::none());
+  m.def(
+      "stack",
+      [](py::handle tensors, py::object dim, py::object axis, py::handle out) {
+        Tensor r = stack(tensor_list(tensors, "stack"), dim_or_axis(dim, axis, "stack"));
+        check_join_out(r, out, "stack");
+        return result_or_out(r, out, "stack");
+      },
+      py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(), py::arg("axis") = py::none(),
+      py::arg("out") = py::none());
   m.def("hstack", [](py::handle t) { return hstack(tensor_list(t, "hstack")); }, py::arg("tensors"));
   m.def("vstack", [](py::handle t) { return vstack(tensor_list(t, "vstack")); }, py::arg("tensors"));
   m.def("row_stack", [](py::handle t) { return vstack(tensor_list(t, "row_stack")); }, py::arg("tensors"));
@@ -167,8 +200,20 @@ void init_join_sort(py::module_& m) {
       if (method) cls.def(name, f, extra...);
       else m.def(name, f, py::arg("input"), extra...);
     };
-    def("sort", sort_py, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
-        py::arg("stable") = false);
+    if (method)
+      cls.def("sort", sort_py, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+              py::arg("stable") = false);
+    else
+      m.def(
+          "sort",
+          [sort_t](const Tensor& a, int64_t dim, bool descending, bool stable,
+                   py::handle out) -> py::object {
+            auto r = sort(a, dim, descending, stable);
+            if (out.is_none()) return sort_t(wrap(std::get<0>(r)), wrap(std::get<1>(r)));
+            return sort_out(r, out);
+          },
+          py::arg("input"), py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
+          py::arg("stable") = false, py::arg("out") = py::none());
     def("argsort", argsort_py, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
         py::arg("stable") = false);
     def("msort", &msort);

@@ -14,12 +14,6 @@ py::object named(const char* type, std::initializer_list<Tensor> ts) {
   return py::module_::import("ember.return_types").attr(type)(*args);
 }
 
-py::object out_or(const Tensor& r, py::handle out, const char* op) {
-  if (out.is_none()) return wrap(r);
-  write_out(r, out.cast<Tensor>(), op);
-  return py::reinterpret_borrow<py::object>(out);
-}
-
 // ord as PyTorch takes it: None, a number (inf included) or 'fro'/'nuc'.
 void ord_arg(py::handle ord, std::string& s, double& d, const char* dflt) {
   if (ord.is_none()) {
@@ -51,20 +45,22 @@ void init_lapack(py::module_& m) {
   def_fn(
       L, "solve",
       [](const Tensor& A, const Tensor& B, bool left, py::handle out) {
-        return out_or(linalg_solve(A, B, left), out, "linalg.solve");
+        return result_or_out(linalg_solve(A, B, left), out, "linalg.solve");
       },
       arg("A"), arg("B"), py::kw_only(), arg("left") = true, arg("out") = none);
   def_fn(
       L, "solve_triangular",
       [](const Tensor& A, const Tensor& B, bool upper, bool left, bool unit, py::handle out) {
-        return out_or(linalg_solve_triangular(A, B, upper, left, unit), out,
-                      "linalg.solve_triangular");
+        return result_or_out(linalg_solve_triangular(A, B, upper, left, unit), out,
+                             "linalg.solve_triangular");
       },
       arg("A"), arg("B"), py::kw_only(), arg("upper"), arg("left") = true,
       arg("unitriangular") = false, arg("out") = none);
   def_fn(
       L, "inv",
-      [](const Tensor& A, py::handle out) { return out_or(linalg_inv(A), out, "linalg.inv"); },
+      [](const Tensor& A, py::handle out) {
+        return result_or_out(linalg_inv(A), out, "linalg.inv");
+      },
       arg("A"), py::kw_only(), arg("out") = none);
   def_fn(
       L, "inv_ex",
@@ -75,7 +71,9 @@ void init_lapack(py::module_& m) {
       arg("A"), py::kw_only(), arg("check_errors") = false);
   def_fn(
       L, "det",
-      [](const Tensor& A, py::handle out) { return out_or(linalg_det(A), out, "linalg.det"); },
+      [](const Tensor& A, py::handle out) {
+        return result_or_out(linalg_det(A), out, "linalg.det");
+      },
       arg("A"), py::kw_only(), arg("out") = none);
   def_fn(
       L, "slogdet",
@@ -87,7 +85,7 @@ void init_lapack(py::module_& m) {
   def_fn(
       L, "cholesky",
       [](const Tensor& A, bool upper, py::handle out) {
-        return out_or(linalg_cholesky(A, upper), out, "linalg.cholesky");
+        return result_or_out(linalg_cholesky(A, upper), out, "linalg.cholesky");
       },
       arg("A"), py::kw_only(), arg("upper") = false, arg("out") = none);
   def_fn(
@@ -109,7 +107,7 @@ void init_lapack(py::module_& m) {
       L, "svdvals",
       [](const Tensor& A, py::handle driver, py::handle out) {
         (void)driver;
-        return out_or(linalg_svdvals(A), out, "linalg.svdvals");
+        return result_or_out(linalg_svdvals(A), out, "linalg.svdvals");
       },
       arg("A"), py::kw_only(), arg("driver") = none, arg("out") = none);
   def_fn(
@@ -122,7 +120,7 @@ void init_lapack(py::module_& m) {
   def_fn(
       L, "eigvalsh",
       [](const Tensor& A, const std::string& uplo, py::handle out) {
-        return out_or(linalg_eigvalsh(A, uplo), out, "linalg.eigvalsh");
+        return result_or_out(linalg_eigvalsh(A, uplo), out, "linalg.eigvalsh");
       },
       arg("A"), arg("UPLO") = "L", py::kw_only(), arg("out") = none);
   def_fn(

@@ -15,14 +15,6 @@ const Tensor& tensor_arg(py::handle h, const char* op, const char* arg, int pos)
         type_name(h));
 }
 
-// out= as a keyword: None or a Tensor.
-const Tensor* out_arg(py::handle out, const char* op) {
-  if (out.is_none()) return nullptr;
-  Tensor* t;
-  if (as_tensor(out, t)) return t;
-  raise(ErrorKind::Type, op, "(): argument 'out' must be Tensor, not ", type_name(out));
-}
-
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 using BinaryOut = Tensor& (*)(const Tensor&, const Tensor&, const Tensor&);
 

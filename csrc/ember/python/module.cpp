@@ -6,6 +6,7 @@
 #include "ember/core/allocator.h"
 #include "ember/core/error.h"
 #include "ember/core/parallel.h"
+#include "ember/ops/out.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
@@ -43,6 +44,13 @@ void lazy_cuda_init(ember::DeviceType) {
   }
 }
 
+// The ops' warnings (ops/out.h) as Python UserWarnings, attributed to the caller's
+// line; with warnings turned into errors the exception propagates out of the op.
+void python_warning(const std::string& message) {
+  py::gil_scoped_acquire gil;
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) < 0) throw py::error_already_set();
+}
+
 }  // namespace
 }  // namespace ember::python
 
@@ -51,9 +59,11 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "ember's C++ core";
   py::register_exception_translator(&translate);
   ember::lazy_device_init_hook = &lazy_cuda_init;
+  ember::set_warn_handler(&python_warning);
   init_tensor(m);
   init_ops(m);
   init_factories(m);
+  init_factories_like(m);
   init_indexing(m);
   init_reduce(m);
   init_linalg(m);

@@ -142,9 +142,12 @@ void init_nn_rnn(py::module_& m) {
         [](const std::vector<Tensor>& seqs, bool batch_first, double padding_value, bool pad_left) {
           return pad_sequence(seqs, batch_first, padding_value, pad_left);
         });
-  m.def("_sdpa_flash",
-        [](const Tensor& q, const Tensor& k, const Tensor& v, const OptT& mask, bool is_causal,
-           double scale) { return sdpa_flash(q, k, v, opt(mask), is_causal, scale); });
+  m.def("_sdpa_flash", [](const Tensor& q, const Tensor& k, const Tensor& v, const OptT& mask,
+                          bool is_causal, double scale) {
+    const Tensor m = opt(mask);
+    py::gil_scoped_release nogil;  // hooks and storage releases take it back themselves
+    return sdpa_flash(q, k, v, m, is_causal, scale);
+  });
   m.def("_sdpa_math", [](const Tensor& q, const Tensor& k, const Tensor& v, const OptT& mask,
                          bool is_causal, double scale, double dropout_p) {
     return sdpa_math(q, k, v, opt(mask), is_causal, scale, dropout_p);

@@ -15,15 +15,6 @@ namespace {
 // The in-place form of a composite op: f(a) written back into a. Under autograd
 // f runs on a recorded clone, so what it saves is not the tensor being
 // overwritten (Note [In-place ops under autograd]).
-// An op's result may be written into a tensor of another dtype only within
-// PyTorch's casting rule: never floating -> integral, never non-bool -> bool.
-void check_result_cast(DType result, DType into) {
-  EMBER_CHECK(!(is_floating(result) && !is_floating(into)) &&
-                  !(result != DType::Bool && into == DType::Bool),
-              "result type ", dtype_name(result), " can't be cast to the desired output type ",
-              dtype_name(into));
-}
-
 template <typename F>
 Tensor inplace_from(const Tensor& a, const char* name, std::initializer_list<const Tensor*> others,
                     F&& f) {
@@ -36,14 +27,6 @@ Tensor inplace_from(const Tensor& a, const char* name, std::initializer_list<con
   return autograd::inplace_with_grad(a, name, true, checked);
 }
 
-// out= given as a keyword: None or a Tensor.
-const Tensor* out_arg(py::handle out, const char* op) {
-  if (out.is_none()) return nullptr;
-  Tensor* t;
-  if (as_tensor(out, t)) return t;
-  raise(ErrorKind::Type, op, "(): argument 'out' must be Tensor, not ", type_name(out));
-}
-
 // div(..., rounding_mode=None|'trunc'|'floor'), optionally into out=.
 py::object div_py(const Tensor& x, const Tensor& y, py::handle mode, py::handle out) {
   const Tensor* o = out_arg(out, "div");
@@ -54,13 +37,7 @@ py::object div_py(const Tensor& x, const Tensor& y, py::handle mode, py::handle 
   }
   if (!py::isinstance<py::str>(mode))
     raise(ErrorKind::Type, "div(): argument 'rounding_mode' must be str or None, not ", type_name(mode));
-  Tensor r = div_rounding(x, y, mode.cast<std::string>());
-  if (!o) return wrap(r);
-  EMBER_CHECK(o->sizes() == r.sizes(), "div: output with shape ", shape_str(o->sizes()),
-              " doesn't match the broadcast shape ", shape_str(r.sizes()));
-  check_result_cast(r.dtype(), o->dtype());
-  copy_(*o, r);
-  return py::reinterpret_borrow<py::object>(out);
+  return result_or_out(div_rounding(x, y, mode.cast<std::string>()), out, "div");
 }
 
 py::object unary_py(UnaryOp op, const Tensor& a, py::handle out) {
@@ -369,7 +346,8 @@ void init_ops(py::module_& m) {
         const Tensor* o = out_arg(out, "round");
         if (!o) return wrap(round_decimals(a, decimals));
         if (decimals == 0) unary_out(UnaryOp::round, a, *o);
-        else copy_(*o, round_decimals(a, decimals));
+        else
+          return result_or_out(round_decimals(a, decimals), out, "round");
         return py::reinterpret_borrow<py::object>(out);
       },
       py::name("round"), py::arg("input"), py::kw_only(), py::arg("decimals") = 0,

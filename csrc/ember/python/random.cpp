@@ -139,22 +139,20 @@ void init_random(py::module_& m) {
       py::arg("new_state"));
 
   m.def("rand", [](py::args args, py::kwargs kwargs) {
-    FactoryKwargs kw("rand", kwargs);
+    FactoryKwargs kw("rand", kwargs, true);
     Shape s = size_of("rand", args, kw);
     SampleOpts o = sample_opts(kw);
-    return finish_factory(rand(s, o.dtype.value_or(default_dtype()), o.device, o.gen),
-                          o.requires_grad);
+    return kw.finish(rand(s, o.dtype.value_or(default_dtype()), o.device, o.gen), o.requires_grad);
   });
   m.def("randn", [](py::args args, py::kwargs kwargs) {
-    FactoryKwargs kw("randn", kwargs);
+    FactoryKwargs kw("randn", kwargs, true);
     Shape s = size_of("randn", args, kw);
     SampleOpts o = sample_opts(kw);
-    return finish_factory(randn(s, o.dtype.value_or(default_dtype()), o.device, o.gen),
-                          o.requires_grad);
+    return kw.finish(randn(s, o.dtype.value_or(default_dtype()), o.device, o.gen), o.requires_grad);
   });
   // randint(high, size) / randint(low, high, size), each also as a keyword.
   m.def("randint", [](py::args args, py::kwargs kwargs) {
-    FactoryKwargs kw("randint", kwargs);
+    FactoryKwargs kw("randint", kwargs, true);
     py::object lo = kw.take("low"), hi = kw.take("high"), sz = kw.take("size");
     std::vector<py::object> pos;
     for (py::handle a : args) pos.push_back(py::reinterpret_borrow<py::object>(a));
@@ -185,15 +183,15 @@ void init_random(py::module_& m) {
     int64_t h = int_arg(high, "randint", "high");
     Shape s = shape_arg(size, "randint", "size");
     SampleOpts o = sample_opts(kw);
-    return finish_factory(randint(l, h, s, o.dtype.value_or(DType::Int64), o.device, o.gen),
-                          o.requires_grad);
+    return kw.finish(randint(l, h, s, o.dtype.value_or(DType::Int64), o.device, o.gen),
+                     o.requires_grad);
   });
   m.def(
       "randperm",
       [](py::handle n, py::kwargs kwargs) {
-        FactoryKwargs kw("randperm", kwargs);
+        FactoryKwargs kw("randperm", kwargs, true);
         SampleOpts o = sample_opts(kw);
-        return finish_factory(
+        return kw.finish(
             randperm(int_arg(n, "randperm", "n"), o.dtype.value_or(DType::Int64), o.device, o.gen),
             o.requires_grad);
       },

@@ -30,13 +30,6 @@ std::optional<int64_t> opt_int(py::handle h, const char* op, const char* arg) {
   return int_arg(h, op, arg);
 }
 
-const Tensor* out_arg(py::handle out, const char* op) {
-  if (out.is_none()) return nullptr;
-  Tensor* t;
-  if (as_tensor(out, t)) return t;
-  raise(ErrorKind::Type, op, "(): argument 'out' must be Tensor, not ", type_name(out));
-}
-
 /// ember.return_types.<name>(values, indices).
 py::object named_pair(const char* name, const Tensor& a, const Tensor& b) {
   return py::module_::import("ember.return_types").attr(name)(wrap(a), wrap(b));
@@ -48,32 +41,15 @@ py::object named_pair(const char* name, const std::pair<Tensor, Tensor>& r) {
 
 /// out=(values, indices) for the (values, indices) overloads.
 py::object pair_result(const char* name, const std::pair<Tensor, Tensor>& r, py::handle out) {
-  if (out.is_none()) return named_pair(name, r.first, r.second);
-  Tensor *v, *i;
-  EMBER_CHECK_TYPE(py::isinstance<py::tuple>(out) && py::len(out) == 2 &&
-                       as_tensor(py::reinterpret_borrow<py::tuple>(out)[0], v) &&
-                       as_tensor(py::reinterpret_borrow<py::tuple>(out)[1], i),
-                   name, "(): argument 'out' must be a tuple of two Tensors, not ", type_name(out));
-  EMBER_CHECK(v->sizes() == r.first.sizes() && i->sizes() == r.second.sizes(), name,
-              "(): out= tensors have shapes ", shape_str(v->sizes()), " and ", shape_str(i->sizes()),
-              " but the results have shape ", shape_str(r.first.sizes()));
-  EMBER_CHECK(i->dtype() == DType::Int64, name, "(): expected out indices of dtype int64, got ",
-              dtype_name(i->dtype()));
-  autograd::check_out_not_differentiable(name, {&r.first, v});
-  copy_(*v, r.first);
-  copy_(*i, r.second);
-  return named_pair(name, *v, *i);
+  auto [v, i] = out_pair_arg(out, name);
+  if (i)
+    EMBER_CHECK(i->dtype() == DType::Int64, name, "(): expected out indices of dtype int64, got ",
+                dtype_name(i->dtype()));
+  return pair_or_out(name, r.first, r.second, out);
 }
 
 py::object tensor_result(const Tensor& r, py::handle out, const char* op) {
-  const Tensor* o = out_arg(out, op);
-  if (!o) return wrap(r);
-  EMBER_CHECK(o->sizes() == r.sizes(), op, "(): out= has shape ", shape_str(o->sizes()),
-              " but the result has shape ", shape_str(r.sizes()),
-              "; pass an out tensor of the result's shape");
-  autograd::check_out_not_differentiable(op, {&r, o});  // r requires grad iff an input did
-  copy_(*o, r);
-  return py::reinterpret_borrow<py::object>(out);
+  return result_or_out(r, out, op);
 }
 
 /// var/std argument forms: (dim, unbiased, keepdim), (unbiased), correction=.

@@ -389,9 +389,7 @@ void init_surface(py::module_& m) {
           }
           r = tensordot(a, b, da, db);
         }
-        if (out.is_none()) return wrap(r);
-        write_out(r, out.cast<Tensor>(), "tensordot");
-        return py::reinterpret_borrow<py::object>(out);
+        return result_or_out(r, out, "tensordot");
       },
       arg("a"), arg("b"), arg("dims") = 2, py::kw_only(), arg("out") = none);
   def_op(

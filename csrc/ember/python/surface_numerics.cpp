@@ -141,9 +141,7 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
       m, "polygamma",
       [](int64_t n, const Tensor& a, py::handle out) -> py::object {
         Tensor r = polygamma(n, a);
-        if (out.is_none()) return wrap(r);
-        write_out(r, out.cast<Tensor>(), "polygamma");
-        return py::reinterpret_borrow<py::object>(out);
+        return result_or_out(r, out, "polygamma");
       },
       arg("n"), arg("input"), py::kw_only(), arg("out") = none);
   def_op(

@@ -18,14 +18,14 @@ constexpr int kRowMajor = 101;
 constexpr int kNoTrans = 111;
 constexpr int kTrans = 112;
 
-using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
-                         int, float, float*, int);
-using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int,
-                         const double*, int, double, double*, int);
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int,
+                         float, float*, int);
+using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*,
+                         int, double, double*, int);
 using SgemvFn = void (*)(int, int, int, int, float, const float*, int, const float*, int, float,
                          float*, int);
-using DgemvFn = void (*)(int, int, int, int, double, const double*, int, const double*, int,
-                         double, double*, int);
+using DgemvFn = void (*)(int, int, int, int, double, const double*, int, const double*, int, double,
+                         double*, int);
 using SetThreadsFn = void (*)(int);
 using GetThreadsFn = int (*)();
 using CorenameFn = char* (*)();
@@ -68,13 +68,19 @@ const Symbols& symbols() {
 std::atomic<int> g_wanted_threads{0};
 std::atomic<int> g_applied_threads{0};
 std::mutex g_threads_mu;
+int g_serial_depth = 0;   // live SerialScopes (guarded by g_threads_mu)
+int g_saved_threads = 0;  // the BLAS's thread count before the outermost SerialScope
+int g_saved_applied = 0;
+std::atomic<bool> g_serial{false};
 
 void apply_threads() {
   int want = g_wanted_threads.load(std::memory_order_relaxed);
-  if (want <= 0 || g_applied_threads.load(std::memory_order_acquire) == want) return;
+  if (want <= 0 || g_serial.load(std::memory_order_acquire) ||
+      g_applied_threads.load(std::memory_order_acquire) == want)
+    return;
   std::lock_guard<std::mutex> g(g_threads_mu);
   want = g_wanted_threads.load();
-  if (g_applied_threads.load() == want) return;
+  if (g_applied_threads.load() == want || g_serial_depth > 0) return;
   const Symbols& s = symbols();
   if (s.set_threads) s.set_threads(want);
   g_applied_threads.store(want, std::memory_order_release);
@@ -100,7 +106,51 @@ const Symbols& ready() {
   return s;
 }
 
+const Symbols& ready_serial() {
+  const Symbols& s = symbols();
+  EMBER_CHECK(s.ok, "BLAS is not available (scipy-openblas32 was not loaded)");
+  EMBER_CHECK(g_serial.load(std::memory_order_acquire),
+              "internal error: gemm_serial called without a blas::SerialScope");
+  return s;
+}
+
 }  // namespace
+
+SerialScope::SerialScope() {
+  const Symbols& s = symbols();
+  std::lock_guard<std::mutex> g(g_threads_mu);
+  if (g_serial_depth++ == 0) {
+    g_saved_threads = s.get_threads ? s.get_threads() : 0;
+    g_saved_applied = g_applied_threads.load();
+    if (s.set_threads) s.set_threads(1);
+    g_applied_threads.store(1, std::memory_order_release);
+    g_serial.store(true, std::memory_order_release);
+  }
+}
+
+SerialScope::~SerialScope() {
+  std::lock_guard<std::mutex> g(g_threads_mu);
+  if (--g_serial_depth == 0) {
+    const Symbols& s = symbols();
+    if (s.set_threads && g_saved_threads > 0) s.set_threads(g_saved_threads);
+    g_applied_threads.store(g_saved_applied, std::memory_order_release);
+    g_serial.store(false, std::memory_order_release);
+  }
+}
+
+void gemm_serial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  ready_serial().sgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, as_int(m),
+                       as_int(n), as_int(k), alpha, a, as_int(lda), b, as_int(ldb), beta, c,
+                       as_int(ldc));
+}
+
+void gemm_serial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  ready_serial().dgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, as_int(m),
+                       as_int(n), as_int(k), alpha, a, as_int(lda), b, as_int(ldb), beta, c,
+                       as_int(ldc));
+}
 
 bool available() { return symbols().ok; }
 bool enabled() { return g_enabled.load(std::memory_order_relaxed) && available(); }

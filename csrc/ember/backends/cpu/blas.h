@@ -29,9 +29,8 @@ constexpr int64_t kMaxDim = 2147483647;
 /// op(B) is k x n. `trans_a` means A is stored as its k x m transpose (row-major
 /// with leading dimension lda), likewise `trans_b`. With beta == 0, C is not read.
 /// Requires available() and all sizes/leading dimensions <= kMaxDim.
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-          int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc);
@@ -44,11 +43,34 @@ void gemv(bool trans, int64_t rows, int64_t cols, float alpha, const float* a, i
 void gemv(bool trans, int64_t rows, int64_t cols, double alpha, const double* a, int64_t lda,
           const double* x, int64_t incx, double beta, double* y, int64_t incy);
 
+/// Note [BLAS inside parallel_for]
+/// While a SerialScope lives, the BLAS runs single-threaded (its thread count is
+/// set to 1 and restored afterwards), and gemm_serial may then be called from
+/// parallel_for bodies: kernels that tile work over ember's pool (flash
+/// attention's per-(batch, head, block) GEMMs) call the BLAS once per tile from
+/// each worker, so the two thread pools never oversubscribe. Construct it outside
+/// the parallel region, around the parallel_for.
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+};
+
+/// gemm, callable inside a parallel_for body while a SerialScope is alive.
+void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc);
+void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                 const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+                 int64_t ldc);
+
 /// A one-line description for ember._C._blas_info(): library, core and threads.
 struct Info {
   bool available = false;
   bool enabled = false;
-  std::string library;  // "scipy-openblas32" or "none (C++ fallback kernel)"
+  std::string library;   // "scipy-openblas32" or "none (C++ fallback kernel)"
   std::string corename;  // the kernel family OpenBLAS picked, e.g. "SkylakeX"
   int threads = 0;
 };

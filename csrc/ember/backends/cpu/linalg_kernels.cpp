@@ -199,6 +199,42 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* pc = c.data<T>();
+  // Note [GEMM over the pool]: with several threads, a GEMM big enough for the BLAS to
+  // thread is split into column (or row) panels of C, one single-threaded BLAS call per
+  // panel on ember's pool (blas::SerialScope). The BLAS's own threads wait for each
+  // other in spin/yield loops that lose whole scheduler slices on a loaded machine
+  // (a 64x784x512 sgemm took 60 ms on 2 busy cores instead of 0.7 ms); the pool's
+  // one fork/join per call does not.
+  const int nt = get_num_threads();
+  if (nt > 1 && n > 1 && m > 1 && double(m) * double(n) * double(k) >= 262144.0 &&
+      !in_parallel_region()) {
+    const bool by_cols = n >= m;
+    const int64_t len = by_cols ? n : m;
+    const int64_t unit = 16;  // panel edges on the micro-kernel's multiples
+    const int64_t per = std::max<int64_t>(unit, (len + nt - 1) / nt + unit - 1) / unit * unit;
+    const int64_t npanel = (len + per - 1) / per;
+    const int64_t ntask = static_cast<int64_t>(oc.size()) * npanel;
+    blas::SerialScope serial;
+    parallel_for(0, ntask, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t task = t0; task < t1; ++task) {
+        const size_t bi = size_t(task / npanel);
+        const int64_t p0 = (task % npanel) * per, pl = std::min(per, len - p0);
+        const T* A0 = pa + oa[bi];
+        const T* B0 = pb + ob[bi];
+        T* C0 = pc + oc[bi];
+        if (by_cols) {  // C[:, p0:p0+pl] = op(A) op(B)[:, p0:p0+pl]
+          B0 += lb.trans ? p0 * lb.ld : p0;
+          blas::gemm_serial(la.trans, lb.trans, m, pl, k, alpha, A0, la.ld, B0, lb.ld, beta,
+                            C0 + p0, lc.ld);
+        } else {  // C[p0:p0+pl, :] = op(A)[p0:p0+pl, :] op(B)
+          A0 += la.trans ? p0 : p0 * la.ld;
+          blas::gemm_serial(la.trans, lb.trans, pl, n, k, alpha, A0, la.ld, B0, lb.ld, beta,
+                            C0 + p0 * lc.ld, lc.ld);
+        }
+      }
+    });
+    return;
+  }
   for (size_t bi = 0; bi < oc.size(); ++bi) {
     const T* A0 = pa + oa[bi];
     const T* B0 = pb + ob[bi];

@@ -23,7 +23,9 @@
 #include <limits>
 #include <vector>
 
+#include "ember/backends/cpu/blas.h"
 #include "ember/backends/cpu/nn_rnn_math.h"
+#include "ember/backends/cpu/nn_vec.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/stubs/nn_attention.h"
 
@@ -115,7 +117,7 @@ inline void add_mask_and_causal(T* s, const T* mrow, int64_t ms3, int64_t j0, in
 }
 
 template <typename T, int DC>
-void fwd_impl(const SdpaFwdArgs& a) {
+void fwd_rows(const SdpaFwdArgs& a) {
   const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
   const int64_t Hk = a.k.size(1), S = a.k.size(2), Ev = a.v.size(3);
   const int64_t group = Hq / Hk;
@@ -181,7 +183,7 @@ void fwd_impl(const SdpaFwdArgs& a) {
 }
 
 template <typename T, int DC>
-void bwd_impl(const SdpaBwdArgs& a) {
+void bwd_rows(const SdpaBwdArgs& a) {
   const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
   const int64_t Hk = a.k.size(1), S = a.k.size(2), Ev = a.v.size(3);
   const int64_t group = Hq / Hk;
@@ -279,6 +281,236 @@ void bwd_impl(const SdpaBwdArgs& a) {
   });
 }
 
+// ---- the BLAS path: Note [Flash attention with tiled GEMMs] ----------------------------------
+//
+// The same algorithm as above, but every product is a GEMM on a tile, done by the
+// BLAS single-threaded from the pool's workers (Note [BLAS inside parallel_for]).
+// Forward: one task per (batch, head, block of kTQ query rows); keys in chunks of
+// at most kTK with the online softmax across chunks (one chunk when S <= kTK):
+//   St = (Q_blk * scale) K_chunk^T,  P = exp(St - m),  O_acc = alpha * O_acc + P V_chunk.
+// Backward: one task per (batch, kv head) (dK and dV of a task are its own), per
+// query block and key chunk, recomputing P = exp(St - lse):
+//   dV += P^T dO,  dP = dO V^T,  dS = P * (dP - D),  dQ += dS K,  dK += dS^T (Q * scale).
+constexpr int64_t kTQ = 64;    // query rows per forward tile
+constexpr int64_t kTQB = 128;  // query rows per backward tile
+constexpr int64_t kTK = 1024;  // most keys per chunk
+
+// A row-major [rows, cols] operand for the BLAS: the tensor's memory when its
+// columns are unit-stride, else a packed copy in `buf`.
+template <typename T>
+const T* operand(const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                 std::vector<T>& buf, int64_t* ld) {
+  if ((cs == 1 || cols == 1) && rs >= cols && rs <= blas::kMaxDim) {
+    *ld = std::max<int64_t>(rs, 1);
+    return src;
+  }
+  buf.resize(static_cast<size_t>(rows * cols));
+  pack(buf.data(), src, rows, cols, rs, cs);
+  *ld = std::max<int64_t>(cols, 1);
+  return buf.data();
+}
+
+// Adds the mask and the causal -inf to a tile row of scores for query i, keys j0.. j0 + nb.
+template <typename T>
+inline void mask_row(T* s, const T* mrow, int64_t ms3, int64_t j0, int64_t nb, bool causal,
+                     int64_t i) {
+  if (mrow)
+    for (int64_t j = 0; j < nb; ++j) s[j] += mrow[(j0 + j) * ms3];
+  if (causal)
+    for (int64_t j = std::max<int64_t>(0, i - j0 + 1); j < nb; ++j)
+      s[j] = -std::numeric_limits<T>::infinity();
+}
+
+template <typename T>
+void fwd_tiled(const SdpaFwdArgs& a) {
+  const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
+  const int64_t Hk = a.k.size(1), S = a.k.size(2), Ev = a.v.size(3);
+  const int64_t group = Hq / Hk;
+  const Geo gq(a.q), gk(a.k), gv(a.v);
+  const bool has_mask = a.mask.defined();
+  const Geo gm = has_mask ? Geo(a.mask) : gq;
+  const T scale = T(a.scale);
+  const T* qp = a.q.data<T>();
+  const T* kp = a.k.data<T>();
+  const T* vp = a.v.data<T>();
+  const T* mp = has_mask ? a.mask.data<T>() : nullptr;
+  T* op = a.out.data<T>();
+  T* lp = a.lse.data<T>();
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const int64_t TK = std::min(S, kTK), nqb = (L + kTQ - 1) / kTQ;
+  blas::SerialScope serial;
+  parallel_for(0, B * Hq * nqb, 1, [&](int64_t t0, int64_t t1) {
+    auto buf = [](int64_t n) { return std::vector<T>(static_cast<size_t>(n)); };
+    std::vector<T> qs = buf(kTQ * E), st = buf(kTQ * TK), o = buf(kTQ * Ev), mx = buf(kTQ),
+                   l = buf(kTQ), kbuf, vbuf;
+    int64_t cached = -1;
+    const T* K = nullptr;
+    const T* V = nullptr;
+    int64_t ldk = 0, ldv = 0;
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t bh = task / nqb, i0 = (task % nqb) * kTQ, nq = std::min(kTQ, L - i0);
+      const int64_t b = bh / Hq, h = bh % Hq, hk = h / group;
+      if (b * Hk + hk != cached) {
+        cached = b * Hk + hk;
+        K = operand(kp + b * gk.s0 + hk * gk.s1, S, E, gk.s2, gk.s3, kbuf, &ldk);
+        V = operand(vp + b * gv.s0 + hk * gv.s1, S, Ev, gv.s2, gv.s3, vbuf, &ldv);
+      }
+      for (int64_t ii = 0; ii < nq; ++ii) {
+        const T* qrow = qp + b * gq.s0 + h * gq.s1 + (i0 + ii) * gq.s2;
+        for (int64_t d = 0; d < E; ++d) qs[size_t(ii * E + d)] = qrow[d * gq.s3] * scale;
+        mx[size_t(ii)] = ninf;
+        l[size_t(ii)] = T(0);
+      }
+      std::fill(o.begin(), o.begin() + nq * Ev, T(0));
+      const int64_t jend = a.causal ? std::min(S, i0 + nq) : S;
+      for (int64_t j0 = 0; j0 < jend; j0 += TK) {
+        const int64_t nb = std::min(TK, jend - j0);
+        blas::gemm_serial(false, true, nq, nb, E, T(1), qs.data(), E, K + j0 * ldk, ldk, T(0),
+                          st.data(), nb);
+        for (int64_t ii = 0; ii < nq; ++ii) {
+          const int64_t i = i0 + ii;
+          T* s = st.data() + ii * nb;
+          mask_row(s, has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr, gm.s3, j0, nb,
+                   a.causal, i);
+          const T bm = vec::max_of<T>(nb, [&](int64_t j) { return s[j]; });
+          if (bm == ninf) {
+            std::fill(s, s + nb, T(0));
+            continue;
+          }
+          T& m = mx[size_t(ii)];
+          if (bm > m) {
+            if (m != ninf) {
+              const T alpha = nnmath::exp_(m - bm);
+              l[size_t(ii)] *= alpha;
+              T* orow = o.data() + ii * Ev;
+              for (int64_t e = 0; e < Ev; ++e) orow[e] *= alpha;
+            }
+            m = bm;
+          }
+          const T mm = m;
+          for (int64_t j = 0; j < nb; ++j) s[j] = nnmath::exp_(s[j] - mm);
+          l[size_t(ii)] += vec::sum_of<T>(nb, [&](int64_t j) { return s[j]; });
+        }
+        blas::gemm_serial(false, false, nq, Ev, nb, T(1), st.data(), nb, V + j0 * ldv, ldv, T(1),
+                          o.data(), Ev);
+      }
+      for (int64_t ii = 0; ii < nq; ++ii) {
+        const int64_t i = i0 + ii;
+        T* orow = op + (bh * L + i) * Ev;
+        const T li = l[size_t(ii)];
+        if (li == T(0)) {
+          for (int64_t e = 0; e < Ev; ++e) orow[e] = T(0);
+          lp[bh * L + i] = ninf;
+        } else {
+          const T inv = T(1) / li;
+          for (int64_t e = 0; e < Ev; ++e) orow[e] = o[size_t(ii * Ev + e)] * inv;
+          lp[bh * L + i] = mx[size_t(ii)] + std::log(li);
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void bwd_tiled(const SdpaBwdArgs& a) {
+  const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
+  const int64_t Hk = a.k.size(1), S = a.k.size(2), Ev = a.v.size(3);
+  const int64_t group = Hq / Hk;
+  const Geo gq(a.q), gk(a.k), gv(a.v);
+  const bool has_mask = a.mask.defined();
+  const Geo gm = has_mask ? Geo(a.mask) : gq;
+  const T scale = T(a.scale);
+  const T* qp = a.q.data<T>();
+  const T* kp = a.k.data<T>();
+  const T* vp = a.v.data<T>();
+  const T* mp = has_mask ? a.mask.data<T>() : nullptr;
+  const T* op = a.out.data<T>();
+  const T* lp = a.lse.data<T>();
+  const T* gop = a.dout.data<T>();
+  T* dqp = a.dq.data<T>();
+  T* dkp = a.dk.data<T>();
+  T* dvp = a.dv.data<T>();
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const int64_t TK = std::min(S, kTK);
+  blas::SerialScope serial;
+  parallel_for(0, B * Hk, 1, [&](int64_t t0, int64_t t1) {
+    auto buf = [](int64_t n) { return std::vector<T>(static_cast<size_t>(n)); };
+    std::vector<T> qs = buf(kTQB * E), dq = buf(kTQB * E), P = buf(kTQB * TK), dS = buf(kTQB * TK),
+                   Dv = buf(kTQB), lse = buf(kTQB), kbuf, vbuf;
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t b = task / Hk, hk = task % Hk;
+      int64_t ldk = 0, ldv = 0;
+      const T* K = operand(kp + b * gk.s0 + hk * gk.s1, S, E, gk.s2, gk.s3, kbuf, &ldk);
+      const T* V = operand(vp + b * gv.s0 + hk * gv.s1, S, Ev, gv.s2, gv.s3, vbuf, &ldv);
+      T* dk = dkp + (b * Hk + hk) * S * E;
+      T* dv = dvp + (b * Hk + hk) * S * Ev;
+      std::fill(dk, dk + S * E, T(0));
+      std::fill(dv, dv + S * Ev, T(0));
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+        const int64_t bh = b * Hq + h;
+        for (int64_t i0 = 0; i0 < L; i0 += kTQB) {
+          const int64_t nq = std::min(kTQB, L - i0);
+          for (int64_t ii = 0; ii < nq; ++ii) {
+            const int64_t i = i0 + ii;
+            const T* qrow = qp + b * gq.s0 + h * gq.s1 + i * gq.s2;
+            for (int64_t d = 0; d < E; ++d) qs[size_t(ii * E + d)] = qrow[d * gq.s3] * scale;
+            const T* orow = op + (bh * L + i) * Ev;
+            const T* grow = gop + (bh * L + i) * Ev;
+            Dv[size_t(ii)] = vec::sum_of<T>(Ev, [&](int64_t e) { return orow[e] * grow[e]; });
+            lse[size_t(ii)] = lp[bh * L + i];
+          }
+          std::fill(dq.begin(), dq.begin() + nq * E, T(0));
+          const T* dO = gop + (bh * L + i0) * Ev;
+          const int64_t jend = a.causal ? std::min(S, i0 + nq) : S;
+          for (int64_t j0 = 0; j0 < jend; j0 += TK) {
+            const int64_t nb = std::min(TK, jend - j0);
+            blas::gemm_serial(false, true, nq, nb, E, T(1), qs.data(), E, K + j0 * ldk, ldk, T(0),
+                              P.data(), nb);
+            blas::gemm_serial(false, true, nq, nb, Ev, T(1), dO, Ev, V + j0 * ldv, ldv, T(0),
+                              dS.data(), nb);
+            for (int64_t ii = 0; ii < nq; ++ii) {
+              const int64_t i = i0 + ii;
+              T* pr = P.data() + ii * nb;
+              T* dsr = dS.data() + ii * nb;
+              const T li = lse[size_t(ii)];
+              if (li == ninf) {
+                std::fill(pr, pr + nb, T(0));
+                std::fill(dsr, dsr + nb, T(0));
+                continue;
+              }
+              mask_row(pr, has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr, gm.s3, j0,
+                       nb, a.causal, i);
+              const T Di = Dv[size_t(ii)];
+              for (int64_t j = 0; j < nb; ++j) {
+                const T p = nnmath::exp_(pr[j] - li);
+                pr[j] = p;
+                dsr[j] = p * (dsr[j] - Di);
+              }
+            }
+            blas::gemm_serial(true, false, nb, Ev, nq, T(1), P.data(), nb, dO, Ev, T(1),
+                              dv + j0 * Ev, Ev);
+            blas::gemm_serial(false, false, nq, E, nb, T(1), dS.data(), nb, K + j0 * ldk, ldk, T(1),
+                              dq.data(), E);
+            blas::gemm_serial(true, false, nb, E, nq, T(1), dS.data(), nb, qs.data(), E, T(1),
+                              dk + j0 * E, E);
+          }
+          for (int64_t ii = 0; ii < nq; ++ii) {
+            T* out = dqp + (bh * L + i0 + ii) * E;
+            for (int64_t d = 0; d < E; ++d) out[d] = dq[size_t(ii * E + d)] * scale;
+          }
+        }
+      }
+    }
+  });
+}
+
+// The tiled path needs the BLAS and sizes its 32-bit integers take.
+bool use_tiled(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t lim = blas::kMaxDim;
+  return blas::enabled() && q.size(3) <= lim && v.size(3) <= lim && k.size(2) <= lim &&
+         q.size(2) <= lim && q.size(3) > 0 && v.size(3) > 0;
+}
+
 template <typename T, typename F32, typename F64, typename F128, typename FN>
 void by_head_size(int64_t E, int64_t Ev, F32 f32, F64 f64, F128 f128, FN fn) {
   if (E == Ev && E == 64) return f64();
@@ -289,11 +521,13 @@ void by_head_size(int64_t E, int64_t Ev, F32 f32, F64 f64, F128 f128, FN fn) {
 
 void fwd_kernel(const SdpaFwdArgs& a) {
   const int64_t E = a.q.size(3), Ev = a.v.size(3);
+  const bool tiled = use_tiled(a.q, a.k, a.v);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (tiled) return fwd_tiled<T>(a);
     by_head_size<T>(
-        E, Ev, [&] { fwd_impl<T, 32>(a); }, [&] { fwd_impl<T, 64>(a); },
-        [&] { fwd_impl<T, 128>(a); }, [&] { fwd_impl<T, 0>(a); });
+        E, Ev, [&] { fwd_rows<T, 32>(a); }, [&] { fwd_rows<T, 64>(a); },
+        [&] { fwd_rows<T, 128>(a); }, [&] { fwd_rows<T, 0>(a); });
   };
   if (a.q.dtype() == DType::Float64) return run(TypeTag<double>{});
   EMBER_CHECK(a.q.dtype() == DType::Float32, "scaled_dot_product_attention: unsupported dtype ",
@@ -303,11 +537,13 @@ void fwd_kernel(const SdpaFwdArgs& a) {
 
 void bwd_kernel(const SdpaBwdArgs& a) {
   const int64_t E = a.q.size(3), Ev = a.v.size(3);
+  const bool tiled = use_tiled(a.q, a.k, a.v);
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (tiled) return bwd_tiled<T>(a);
     by_head_size<T>(
-        E, Ev, [&] { bwd_impl<T, 32>(a); }, [&] { bwd_impl<T, 64>(a); },
-        [&] { bwd_impl<T, 128>(a); }, [&] { bwd_impl<T, 0>(a); });
+        E, Ev, [&] { bwd_rows<T, 32>(a); }, [&] { bwd_rows<T, 64>(a); },
+        [&] { bwd_rows<T, 128>(a); }, [&] { bwd_rows<T, 0>(a); });
   };
   if (a.q.dtype() == DType::Float64) return run(TypeTag<double>{});
   run(TypeTag<float>{});

@@ -40,4 +40,25 @@ using ConvLayoutKernel = void (*)(const Tensor& dst, const Tensor& src, const Te
                                   int64_t nb, int64_t c, int64_t l, bool to_cnl);
 extern DispatchStub<ConvLayoutKernel> conv_layout_stub;
 
+/// Note [Convolution per image]
+/// y [N, Co, out...] <- conv(x, w) (+ bias when defined) with one task per image:
+/// the image's im2col into a per-thread buffer, then one single-threaded BLAS GEMM
+/// per group straight into y's image (blas::SerialScope). x and w contiguous, y
+/// contiguous and overwritten. Returns false, doing nothing, where it does not
+/// apply (dtype other than float32/float64, the BLAS off, sizes past its ints):
+/// the caller then takes the batch-chunk path (Note [Convolution layout]).
+using ConvFwdImagesKernel = bool (*)(const Tensor& y, const Tensor& x, const Tensor& w,
+                                     const Tensor& bias, int64_t groups, const ConvGeom& g);
+extern DispatchStub<ConvFwdImagesKernel> conv_fwd_images_stub;
+
+/// The input gradient gx [N, C, in...] and the weight gradient gw [Co, C/groups *
+/// k_numel] of the same convolution, either undefined when not wanted (both
+/// contiguous, overwritten), image by image as above; the weight gradient sums
+/// per-slab partials in a fixed order, so the result does not depend on the
+/// thread count. Returns false where it does not apply.
+using ConvBwdImagesKernel = bool (*)(const Tensor& gx, const Tensor& gw, const Tensor& x,
+                                     const Tensor& w, const Tensor& gy, int64_t groups,
+                                     const ConvGeom& g);
+extern DispatchStub<ConvBwdImagesKernel> conv_bwd_images_stub;
+
 }  // namespace ember

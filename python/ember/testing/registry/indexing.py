@@ -1,6 +1,8 @@
 """Registry entries for the indexing composites (ops/surface_index.cpp)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import ember
@@ -116,4 +118,59 @@ ENTRIES += [
             lambda a, dim, index, source, reduce, include_self=True: _scatter_reduce_ref(
                 a, dim, np.broadcast_to(index[:, None], source.shape), source, reduce, include_self),
             dtypes=FL, aliases=("Tensor.index_reduce", "Tensor.index_reduce_")),
+]
+
+
+def _scatter_ref(a, dim, index, src=None, value=None, reduce=None):
+    r = a.copy()
+    v = value if src is None else src
+    for pos in np.ndindex(index.shape):
+        tgt = list(pos)
+        tgt[dim] = index[pos]
+        x = v[pos] if isinstance(v, np.ndarray) and v.ndim else v
+        if reduce == "add":
+            r[tuple(tgt)] += x
+        elif reduce == "multiply":
+            r[tuple(tgt)] *= x
+        else:
+            r[tuple(tgt)] = x
+    return r
+
+
+def _scatter_samples(d, t):
+    idx = ember.tensor([[0, 1, 2], [2, 0, 1]], device=d)  # a permutation per column: no collisions
+    yield _s(make((3, 4), d, t), 0, idx, make((2, 3), d, t, seed=1), desc="src")
+    yield _s(make((3, 4), d, t, noncontig=True), 1, idx, value=1.5, desc="value")
+
+
+def _scatter_reduce_samples(d, t):
+    idx = ember.tensor([[0, 1, 0], [2, 0, 0]], device=d)  # duplicates combine
+    for red in ("add", "multiply"):
+        yield _s(make((3, 4), d, t, low=0.5, high=2), 0, idx, make((2, 3), d, t, seed=1), reduce=red, desc=red)
+        yield _s(make((3, 4), d, t, low=0.5, high=2), 1, idx, value=2, reduce=red, desc=f"{red} value")
+
+
+def _scatter_inplace(a, *args, **kwargs):
+    r = a.clone()
+    with warnings.catch_warnings():  # reduce= with a tensor src is deprecated
+        warnings.simplefilter("ignore")
+        assert r.scatter_(*args, **kwargs) is r
+    return r
+
+
+def _scatter_errors(d):
+    t, i = ember.ones(3, device=d), _idx([0, 2], d)
+    return [err(RuntimeError, "reduce argument must be either add or multiply", t, 0, i, value=2.0, reduce="mean"),
+            err(RuntimeError, "index 5 is out of bounds", t, 0, _idx([5], d), value=2.0, reduce="add"),
+            err(TypeError, "argument 'reduce' must be str", t, 0, i, value=2.0, reduce=3)]
+
+
+ENTRIES += [
+    OpEntry("scatter", ember.scatter, _scatter_samples, _scatter_ref, dtypes=FL + ("int64",),
+            aliases=("Tensor.scatter",), errors=_scatter_errors),
+    OpEntry("Tensor.scatter_", _scatter_inplace, lambda d, t: list(_scatter_samples(d, t)) + list(
+                _scatter_reduce_samples(d, t)), _scatter_ref, dtypes=FL + ("int64",), grad=False,
+            errors=_scatter_errors,
+            note="the reduce= forms are not differentiable in PyTorch (backward raises, tested in "
+                 "tests/test_out_resize.py); the plain forms' gradients are the 'scatter' entry's"),
 ]

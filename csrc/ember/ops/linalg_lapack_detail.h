@@ -1,0 +1,118 @@
+// Helpers shared by the LAPACK front-ends (ops/linalg_lapack.cpp: solvers, determinants,
+// LU and composites; ops/linalg_decompositions.cpp: Cholesky, SVD, eigh, QR). Not public API.
+#pragma once
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
+#include "ember/backends/cpu/lapack.h"
+#include "ember/ops/linalg.h"
+#include "ember/ops/view.h"
+
+namespace ember::lapack_detail {
+
+using B = BinaryOp;
+using U = UnaryOp;
+namespace lp = cpu::lapack;
+using autograd::LambdaNode;
+using autograd::variable_list;
+
+inline Tensor S(double v) { return wrap_scalar(Scalar(v)); }
+inline Tensor tmul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
+inline Tensor tsub(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
+inline Tensor tadd(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }
+inline Tensor tdiv(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
+inline Tensor mT_(const Tensor& a) { return transpose(a, -2, -1); }
+inline Tensor negate(const Tensor& a) { return unary(U::neg, a); }
+
+inline const char* torch_name(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return "Bool";
+    case DType::UInt8:
+      return "Byte";
+    case DType::Int8:
+      return "Char";
+    case DType::Int16:
+      return "Short";
+    case DType::Int32:
+      return "Int";
+    case DType::Int64:
+      return "Long";
+    case DType::Float16:
+      return "Half";
+    case DType::BFloat16:
+      return "BFloat16";
+    case DType::Float32:
+      return "Float";
+    default:
+      return "Double";
+  }
+}
+
+inline int64_t rows(const Tensor& a) { return a.sizes()[a.dim() - 2]; }
+inline int64_t cols(const Tensor& a) { return a.sizes()[a.dim() - 1]; }
+
+inline void check_input(const Tensor& A, const char* op, bool square) {
+  EMBER_CHECK(A.dim() >= 2, op, ": The input tensor A must have at least 2 dimensions.");
+  EMBER_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, op,
+              ": Expected a floating point or complex tensor as input. Got ",
+              torch_name(A.dtype()));
+  EMBER_CHECK_KIND(ErrorKind::NotImplemented, A.device().is_cpu(), op,
+                   ": not implemented for 'CUDA' (ember runs linalg through LAPACK on the CPU)");
+  if (square)
+    EMBER_CHECK(rows(A) == cols(A), op, ": A must be batches of square matrices, but they are ",
+                rows(A), " by ", cols(A), " matrices");
+  EMBER_CHECK(rows(A) < INT_MAX && cols(A) < INT_MAX, op,
+              ": matrix dimensions exceed LAPACK's 32-bit sizes");
+}
+
+inline int64_t batch_of(const Tensor& a) {
+  int64_t b = 1;
+  for (int64_t i = 0; i + 2 < a.dim(); ++i) b = checked_mul(b, a.sizes()[i], "linalg batch");
+  return b;
+}
+
+inline Shape batch_shape(const Tensor& a) {
+  Shape s;
+  for (int64_t i = 0; i + 2 < a.dim(); ++i) s.push_back(a.sizes()[i]);
+  return s;
+}
+
+inline Shape cat_shape(Shape s, std::initializer_list<int64_t> tail) {
+  for (int64_t v : tail) s.push_back(v);
+  return s;
+}
+
+// A column-major copy: shape (..., cols, rows), contiguous; matrix i starts at i * rows * cols.
+inline Tensor colmajor(const Tensor& a) { return clone(contiguous(mT_(a))); }
+
+template <typename F>
+inline void dispatch_real(DType dt, F f) {
+  if (dt == DType::Float64)
+    f(double{});
+  else
+    f(float{});
+}
+
+inline std::string batch_prefix(int64_t batch, int64_t i) {
+  return batch > 1 ? "(Batch element " + std::to_string(i) + "): " : "";
+}
+
+inline Shape broadcast_batch(const Shape& a, const Shape& b, const char* op) {
+  size_t nd = std::max(a.size(), b.size());
+  Shape r(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t x = i + a.size() >= nd ? a[i + a.size() - nd] : 1;
+    int64_t y = i + b.size() >= nd ? b[i + b.size() - nd] : 1;
+    EMBER_CHECK(x == y || x == 1 || y == 1, op,
+                ": the batch dimensions of A and B do not broadcast: ", shape_str(a), " and ",
+                shape_str(b));
+    r[i] = x == 1 ? y : x;
+  }
+  return r;
+}
+
+}  // namespace ember::lapack_detail
