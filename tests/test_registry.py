@@ -140,3 +140,49 @@ def test_registry_names_unique_and_callable():
     for e in ENTRIES:
         assert callable(e.op), e.name
         assert re.fullmatch(r"[A-Za-z_][\w.]*", e.name), e.name
+
+
+def _inplace_cases():
+    """(entry, method) for every ``Tensor.<m>_`` alias of an entry: the in-place form must
+    leave in its tensor what the entry's op returns."""
+    cases = []
+    for e in ENTRIES:
+        for a in e.aliases:
+            if a.startswith("Tensor.") and a.endswith("_") and not a.endswith("__"):
+                if hasattr(ember.Tensor, a[len("Tensor."):]):
+                    cases.append((e, a[len("Tensor."):]))
+    return cases
+
+
+_INPLACE = _inplace_cases()
+
+
+@pytest.mark.parametrize("entry,method", _INPLACE, ids=[f"{e.name}-{m}" for e, m in _INPLACE])
+def test_inplace_alias(entry, method, device):
+    n = tensor_first = 0
+    for dtype_name in entry.dtypes:
+        for s in entry.samples(device, _dtype(dtype_name)):
+            if not s.args or not isinstance(s.args[0], ember.Tensor):
+                continue
+            tensor_first += 1
+            expected = entry.op(*s.args, **s.kwargs)
+            x = s.args[0]
+            if not isinstance(expected, ember.Tensor) or expected.dtype != x.dtype:
+                continue  # the in-place form cannot hold a promoted result
+            y = x.clone()
+            if tuple(expected.shape) == tuple(x.shape):
+                ret = getattr(y, method)(*s.args[1:], **s.kwargs)
+            else:
+                # a broadcast result does not fit an in-place op; a view op (t_, squeeze_)
+                # changes its tensor's shape
+                try:
+                    ret = getattr(y, method)(*s.args[1:], **s.kwargs)
+                except RuntimeError:
+                    continue
+            assert ret is y, f"{method} must return its tensor"
+            _compare(y, expected.detach().cpu().numpy(), entry, dtype_name)
+            n += 1
+    if not tensor_first:
+        pytest.skip(f"{entry.name} takes its tensor after other arguments; Tensor.{method} "
+                    "is not the same call")
+    assert n > 0, f"{entry.name}: no sample fits {method}"

@@ -264,3 +264,24 @@ def test_inference_tensor_cannot_be_saved_for_backward():
     # a clone is a normal tensor
     (x * t.clone()).sum().backward()
     np.testing.assert_array_equal(arr(x.grad), [2.0, 2.0])
+
+
+def test_fill_with_a_differentiable_0d_tensor_passes_its_gradient(device):
+    # Tensor.fill_(value) with a 0-d value that requires grad: PyTorch's fill_.Tensor gives the
+    # value grad.sum() (and the overwritten tensor none); ember's binding turned the value into a
+    # Scalar and the gradient was silently lost (found by the registry's gradcheck of fill_).
+    v = ember.tensor(1.5, dtype=f64, device=device, requires_grad=True)
+    base = ember.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=f64, device=device, requires_grad=True)
+    y = base.clone()
+    y.fill_(v)
+    np.testing.assert_array_equal(arr(y), np.full((2, 3), 1.5))
+    (y * ember.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=f64, device=device)).sum().backward()
+    np.testing.assert_array_equal(arr(v.grad), 21.0)
+    np.testing.assert_array_equal(arr(base.grad), np.zeros((2, 3)))
+    # a value without grad, or under no_grad, still fills as before
+    w = ember.zeros(2, 3, dtype=f64, device=device)
+    w.fill_(ember.tensor(2.0, dtype=f64, device=device))
+    np.testing.assert_array_equal(arr(w), np.full((2, 3), 2.0))
+    with ember.no_grad():
+        w.fill_(v)
+    np.testing.assert_array_equal(arr(w), np.full((2, 3), 1.5))

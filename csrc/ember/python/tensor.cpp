@@ -1,6 +1,7 @@
 // The Tensor, dtype and device classes: attributes, views, conversions.
 #include <pybind11/numpy.h>
 
+#include "ember/autograd/grad_mode.h"
 #include "ember/autograd/node.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
@@ -505,10 +506,15 @@ void init_tensor(py::module_& m) {
       .def("fill_",
            [](const Tensor& a, py::handle v) {
              Tensor* t;
-             if (as_tensor(v, t))
+             if (as_tensor(v, t)) {
                EMBER_CHECK(t->dim() == 0,
                            "fill_ only supports 0-dimension value tensor but got tensor with ",
                            t->dim(), " dimensions.");
+               // A differentiable value gets grad.sum() (PyTorch's fill_.Tensor): copy_ broadcasts
+               // the 0-d value and records CopyBackwards, whose source gradient is that sum. Going
+               // through a Scalar would drop it.
+               if (autograd::grad_enabled() && autograd::requires_grad(*t)) return copy_(a, *t);
+             }
              return fill_(a, scalar_arg(v, "fill_", "value"));
            })
       .def("zero_", [](const Tensor& a) { return fill_(a, Scalar(int64_t(0))); })

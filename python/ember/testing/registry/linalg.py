@@ -283,3 +283,173 @@ ENTRIES += [
             _lu_solve_ref, dtypes=FL, atol=1e-5, aliases=("linalg.lu_factor",),
             note="lu_factor's derivative is not implemented (raises); lu_solve differentiates in B only"),
 ]
+
+
+# --- matrix products (issue 6: moved out of _exempt.py so they get registry gradcheck) ---
+
+def _mat(shape, d, t, seed=0, t_view=False):
+    """``shape`` tensor; ``t_view`` makes it a transposed (non-contiguous) view."""
+    if t_view:
+        return make(shape[:-2] + (shape[-1], shape[-2]), d, t, seed=seed).transpose(-1, -2)
+    return make(shape, d, t, seed=seed)
+
+
+def _mm_samples(d, t):
+    yield _s(_mat((3, 4), d, t), _mat((4, 5), d, t, 1))
+    yield _s(_mat((3, 4), d, t, t_view=True), _mat((4, 5), d, t, 1, t_view=True), desc="transposed views")
+    yield _s(make((3, 4), d, t, noncontig=True), _mat((4, 2), d, t, 1), desc="strided")
+    yield _s(_mat((1, 1), d, t), _mat((1, 1), d, t, 1), desc="1x1")
+    yield _s(_mat((0, 4), d, t), _mat((4, 5), d, t, 1), desc="empty m")
+    yield _s(_mat((3, 0), d, t), _mat((0, 5), d, t, 1), desc="empty k")
+
+
+def _bmm_samples(d, t):
+    yield _s(_mat((2, 3, 4), d, t), _mat((2, 4, 5), d, t, 1))
+    yield _s(_mat((2, 3, 4), d, t, t_view=True), _mat((2, 4, 5), d, t, 1), desc="transposed view")
+    yield _s(_mat((1, 1, 1), d, t), _mat((1, 1, 1), d, t, 1), desc="1x1x1")
+    yield _s(_mat((0, 3, 4), d, t), _mat((0, 4, 5), d, t, 1), desc="empty batch")
+    yield _s(_mat((2, 3, 0), d, t), _mat((2, 0, 5), d, t, 1), desc="empty k")
+
+
+def _matmul_samples(d, t):
+    yield _s(make((4,), d, t), make((4,), d, t, seed=1), desc="1d@1d")
+    yield _s(make((3, 4), d, t), make((4,), d, t, seed=1), desc="2d@1d")
+    yield _s(make((4,), d, t), make((4, 5), d, t, seed=1), desc="1d@2d")
+    yield _s(make((3, 4), d, t), make((4, 5), d, t, seed=1), desc="2d@2d")
+    yield _s(make((2, 3, 4), d, t), make((4, 5), d, t, seed=1), desc="3d@2d")
+    yield _s(make((4,), d, t), make((2, 4, 5), d, t, seed=1), desc="1d@3d")
+    yield _s(make((2, 3, 4), d, t), make((4,), d, t, seed=1), desc="3d@1d")
+    yield _s(make((2, 1, 3, 4), d, t), make((5, 4, 2), d, t, seed=1), desc="batch broadcast")
+    yield _s(_mat((2, 3, 4), d, t, t_view=True), make((2, 4, 2), d, t, seed=1, noncontig=True),
+             desc="non-contiguous")
+    yield _s(make((0, 3, 4), d, t), make((4, 2), d, t, seed=1), desc="empty batch")
+    yield _s(make((0,), d, t), make((0,), d, t, seed=1), desc="empty 1d@1d")
+
+
+def _addmm_samples(d, t):
+    yield _s(make((3, 5), d, t, seed=2), _mat((3, 4), d, t), _mat((4, 5), d, t, 1))
+    yield _s(make((5,), d, t, seed=2), _mat((3, 4), d, t), _mat((4, 5), d, t, 1), desc="bias broadcast")
+    yield _s(make((), d, t, seed=2), _mat((3, 4), d, t, t_view=True), _mat((4, 5), d, t, 1),
+             beta=0.5, alpha=-2.0, desc="0-d input, beta/alpha")
+    yield _s(make((3, 1), d, t, seed=2), _mat((3, 4), d, t), _mat((4, 5), d, t, 1, t_view=True),
+             beta=0, desc="beta 0")
+    yield _s(make((3, 5), d, t, seed=2), _mat((3, 0), d, t), _mat((0, 5), d, t, 1), desc="empty k")
+
+
+def _addmv_samples(d, t):
+    yield _s(make((3,), d, t, seed=2), make((3, 4), d, t), make((4,), d, t, seed=1))
+    yield _s(make((1,), d, t, seed=2), _mat((3, 4), d, t, t_view=True), make((4,), d, t, seed=1, noncontig=True),
+             beta=2.0, alpha=0.5, desc="broadcast, strided")
+    yield _s(make((), d, t, seed=2), make((3, 4), d, t), make((4,), d, t, seed=1), desc="0-d input")
+    yield _s(make((3,), d, t, seed=2), make((3, 0), d, t), make((0,), d, t, seed=1), desc="empty k")
+
+
+def _baddbmm_samples(d, t):
+    yield _s(make((2, 3, 5), d, t, seed=2), _mat((2, 3, 4), d, t), _mat((2, 4, 5), d, t, 1))
+    yield _s(make((5,), d, t, seed=2), _mat((2, 3, 4), d, t, t_view=True), _mat((2, 4, 5), d, t, 1),
+             beta=0.5, alpha=1.5, desc="broadcast input, strided")
+    yield _s(make((2, 3, 5), d, t, seed=2), _mat((2, 3, 0), d, t), _mat((2, 0, 5), d, t, 1), desc="empty k")
+
+
+def _addmm_ref(inp, a, b, *, beta=1, alpha=1):
+    r = alpha * (a @ b)
+    return (r + beta * inp if beta != 0 else r + np.zeros_like(inp)).astype(a.dtype)
+
+
+def _addmv_ref(inp, m, v, *, beta=1, alpha=1):
+    r = alpha * (m @ v)
+    return (r + beta * inp if beta != 0 else r + np.zeros_like(inp)).astype(m.dtype)
+
+
+def _vec_samples(d, t):
+    yield _s(make((5,), d, t), make((5,), d, t, seed=1))
+    yield _s(make((5,), d, t, noncontig=True), make((5,), d, t, seed=1, noncontig=True), desc="strided")
+    yield _s(make((1,), d, t), make((1,), d, t, seed=1))
+    yield _s(make((0,), d, t), make((0,), d, t, seed=1), desc="empty")
+
+
+def _mv_samples(d, t):
+    yield _s(make((3, 4), d, t), make((4,), d, t, seed=1))
+    yield _s(_mat((3, 4), d, t, t_view=True), make((4,), d, t, seed=1, noncontig=True), desc="strided")
+    yield _s(make((0, 4), d, t), make((4,), d, t, seed=1), desc="empty rows")
+    yield _s(make((3, 0), d, t), make((0,), d, t, seed=1), desc="empty k")
+
+
+def _outer_samples(d, t):
+    yield _s(make((3,), d, t), make((4,), d, t, seed=1))
+    yield _s(make((3,), d, t, noncontig=True), make((4,), d, t, seed=1, noncontig=True), desc="strided")
+    yield _s(make((0,), d, t), make((4,), d, t, seed=1), desc="empty")
+
+
+def _cross_samples(d, t):
+    yield _s(make((4, 3), d, t), make((4, 3), d, t, seed=1))
+    yield _s(make((3,), d, t), make((3,), d, t, seed=1), desc="1-d")
+    yield _s(make((3, 4), d, t), make((3, 4), d, t, seed=1), dim=0, desc="dim 0")
+    yield _s(make((2, 1, 3), d, t), make((1, 5, 3), d, t, seed=1), desc="broadcast")
+    yield _s(make((3, 3), d, t).t(), make((3, 3), d, t, seed=1), desc="non-contiguous")
+    yield _s(make((0, 3), d, t), make((0, 3), d, t, seed=1), desc="empty")
+
+
+def _cross_ref(a, b, dim=-1):
+    return np.cross(a, b, axis=dim)
+
+
+def _o(d):
+    return lambda *shape, **kw: ember.ones(*shape, device=d, **kw)
+
+
+MM = ("float32", "float64", "int64")
+
+ENTRIES += [
+    OpEntry("mm", ember.mm, _mm_samples, np.matmul, dtypes=MM, aliases=("Tensor.mm",),
+            errors=lambda d: [err(RuntimeError, r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)",
+                                  _o(d)(2, 3), _o(d)(4, 5)),
+                              err(RuntimeError, "self must be a matrix, got 3-D tensor", _o(d)(2, 3, 1), _o(d)(4, 5)),
+                              err(RuntimeError, "expected m1 and m2 to have the same dtype",
+                                  _o(d)(2, 3), _o(d)(3, 5, dtype=ember.float64))]),
+    OpEntry("bmm", ember.bmm, _bmm_samples, np.matmul, dtypes=MM, aliases=("Tensor.bmm",),
+            errors=lambda d: [err(RuntimeError, r"Expected size for first two dimensions of batch2 tensor to be: \[2, 3\]",
+                                  _o(d)(2, 2, 3), _o(d)(3, 3, 5)),
+                              err(RuntimeError, "batch1 must be a 3D tensor", _o(d)(2, 3), _o(d)(3, 5))]),
+    OpEntry("matmul", ember.matmul, _matmul_samples, lambda a, b: np.asarray(np.matmul(a, b)), dtypes=MM,
+            aliases=("Tensor.matmul", "linalg.matmul"),
+            errors=lambda d: [err(RuntimeError, r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)",
+                                  _o(d)(2, 3), _o(d)(4, 5)),
+                              err(RuntimeError, "both arguments to matmul need to be at least 1D, but they are 0D and 1D",
+                                  _o(d)(), _o(d)(4))]),
+    OpEntry("addmm", ember.addmm, _addmm_samples, _addmm_ref, dtypes=FL, aliases=("Tensor.addmm", "Tensor.addmm_"),
+            errors=lambda d: [err(RuntimeError, r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)",
+                                  _o(d)(2, 5), _o(d)(2, 3), _o(d)(4, 5)),
+                              err(RuntimeError, r"expanded size of the tensor \(2\) must match the existing size \(3\)",
+                                  _o(d)(3, 5), _o(d)(2, 3), _o(d)(3, 5))]),
+    OpEntry("addmv", ember.addmv, _addmv_samples, _addmv_ref, dtypes=FL, aliases=("Tensor.addmv", "Tensor.addmv_"),
+            errors=lambda d: [err(RuntimeError, r"size mismatch, got input \(2\), mat \(2x3\), vec \(4\)",
+                                  _o(d)(2), _o(d)(2, 3), _o(d)(4))]),
+    OpEntry("baddbmm", ember.baddbmm, _baddbmm_samples, _addmm_ref, dtypes=FL,
+            aliases=("Tensor.baddbmm", "Tensor.baddbmm_"),
+            errors=lambda d: [err(RuntimeError, r"Expected size for first two dimensions of batch2 tensor to be: \[2, 3\]",
+                                  _o(d)(2, 2, 5), _o(d)(2, 2, 3), _o(d)(2, 4, 5))]),
+    OpEntry("dot", ember.dot, _vec_samples, lambda a, b: np.asarray(np.dot(a, b)), dtypes=MM, aliases=("Tensor.dot",),
+            errors=lambda d: [err(RuntimeError, "inconsistent tensor size, expected tensor \\[3\\] and src \\[4\\]",
+                                  _o(d)(3), _o(d)(4)),
+                              err(RuntimeError, "1D tensors expected, but got 2D and 1D tensors", _o(d)(3, 1), _o(d)(3)),
+                              err(RuntimeError, "dot : expected both vectors to have same dtype",
+                                  _o(d)(3), _o(d)(3, dtype=ember.float64))]),
+    OpEntry("vdot", ember.vdot, _vec_samples, lambda a, b: np.asarray(np.vdot(a, b)), dtypes=MM, aliases=("Tensor.vdot",),
+            errors=lambda d: [err(RuntimeError, "inconsistent tensor size", _o(d)(3), _o(d)(4))],
+            note="real dtypes only: vdot == dot there"),
+    OpEntry("mv", ember.mv, _mv_samples, np.matmul, dtypes=MM, aliases=("Tensor.mv",),
+            errors=lambda d: [err(RuntimeError, r"size mismatch, got input \(2\), mat \(2x3\), vec \(4\)",
+                                  _o(d)(2, 3), _o(d)(4)),
+                              err(RuntimeError, "vector \\+ matrix @ vector expected, got 1, 2, 2",
+                                  _o(d)(2, 3), _o(d)(3, 1))]),
+    OpEntry("outer", ember.outer, _outer_samples, np.outer, dtypes=MM, aliases=("Tensor.outer", "ger", "Tensor.ger"),
+            errors=lambda d: [err(RuntimeError, "outer: Expected 1-D argument self, but got 2-D", _o(d)(2, 3), _o(d)(4))]),
+    OpEntry("linalg.cross", ember.linalg.cross, _cross_samples, _cross_ref, dtypes=MM,
+            errors=lambda d: [err(RuntimeError, "linalg.cross: inputs dimension .* must have length 3. Got 2 and 2",
+                                  _o(d)(3, 2), _o(d)(3, 2)),
+                              err(RuntimeError, r"size of tensor a \(2\) must match the size of tensor b \(4\)",
+                                  _o(d)(2, 3), _o(d)(4, 3)),
+                              err(RuntimeError, "linalg.cross: inputs must have the same number of dimensions",
+                                  _o(d)(2, 1, 3), _o(d)(5, 3))]),
+]

@@ -92,3 +92,23 @@ ENTRIES = [
                                                         device=device)))],
             ref=lambda a, w: np.where(a > 0, a, w[None, :, None] * a)),
 ]
+
+
+def _act_samples(device, dtype):
+    yield Sample((_x((3, 4), dtype, device),), desc="3x4")
+    yield Sample((_x((5,), dtype, device, seed=1, scale=8.0),), desc="wide range")
+    yield Sample((_x((3, 8), dtype, device, seed=2)[:, ::2],), desc="noncontig")
+    yield Sample((_x((), dtype, device, seed=3),), desc="0-d")
+    yield Sample((_x((0, 3), dtype, device),), desc="empty")
+
+
+# issue 6: the plain nn.functional activations, moved out of _exempt.py
+ENTRIES += [
+    OpEntry("nn.functional.relu", F.relu, _act_samples, ref=lambda a: np.maximum(a, 0),
+            aliases=("nn.functional.relu_",),
+            errors=lambda device: [ErrorCase((ember.tensor([True, False], device=device),), {}, RuntimeError,
+                                             "Boolean inputs not supported for relu")],
+            note="PyTorch raises NotImplementedError (a RuntimeError subclass) for bool; ember RuntimeError"),
+    OpEntry("nn.functional.sigmoid", F.sigmoid, _act_samples, ref=_sig),
+    OpEntry("nn.functional.tanh", F.tanh, _act_samples, ref=np.tanh),
+]

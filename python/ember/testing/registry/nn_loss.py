@@ -126,3 +126,175 @@ ENTRIES = [
             note="values checked against brute-force alignment enumeration in "
                  "tests/test_nn_loss.py; no double backward (as PyTorch)"),
 ]
+
+
+# --- issue 6: the remaining losses, moved out of _exempt.py so they get registry gradcheck ---
+
+def _nc(a, dtype, device):
+    """``a`` as a non-contiguous tensor (every other column of a wider buffer)."""
+    wide = np.repeat(np.asarray(a)[..., None], 2, axis=-1).reshape(a.shape[:-1] + (a.shape[-1] * 2,))
+    return _t(wide, dtype, device)[..., ::2]
+
+
+def _cos_emb_samples(device, dtype):
+    r = _rng(11)
+    y = ember.tensor([1, -1, 1, -1], device=device)
+    for red, margin in (("mean", 0.0), ("sum", 0.2), ("none", -0.3)):
+        yield Sample((_t(r.normal(size=(4, 5)), dtype, device), _t(r.normal(size=(4, 5)), dtype, device), y),
+                     {"margin": margin, "reduction": red}, desc=f"{red} margin {margin}")
+    yield Sample((_nc(r.normal(size=(4, 3)), dtype, device), _t(r.normal(size=(4, 3)), dtype, device), y),
+                 {"reduction": "none"}, desc="noncontig")
+    yield Sample((_t(r.normal(size=(5,)), dtype, device), _t(r.normal(size=(5,)), dtype, device),
+                  ember.tensor(-1, device=device)), {"margin": -0.5}, desc="1-D, 0-d target")
+
+
+def _cos_emb_ref(x1, x2, y, margin=0.0, reduction="mean"):
+    eps = 1e-12
+    cos = (x1 * x2).sum(-1) / np.sqrt(((x1 * x1).sum(-1) + eps) * ((x2 * x2).sum(-1) + eps))
+    loss = np.where(y == 1, 1 - cos, np.where(y == -1, np.maximum(cos - margin, 0), 0))
+    return np.asarray(_red(loss, reduction)).astype(x1.dtype)
+
+
+def _gnll_samples(device, dtype):
+    r = _rng(12)
+    x, tg = r.normal(size=(3, 4)), r.normal(size=(3, 4))
+    yield Sample((_t(x, dtype, device), _t(tg, dtype, device), _t(r.uniform(0.2, 2, (3, 4)), dtype, device)),
+                 {}, desc="same shape, mean")
+    yield Sample((_t(x, dtype, device), _t(tg, dtype, device), _t(r.uniform(0.2, 2, (3, 1)), dtype, device)),
+                 {"full": True, "reduction": "sum"}, desc="var last dim 1, full, sum")
+    yield Sample((_t(x, dtype, device), _t(tg, dtype, device), _t(r.uniform(0.2, 2, (3,)), dtype, device)),
+                 {"reduction": "none"}, desc="var one dim fewer, none")
+    yield Sample((_nc(x, dtype, device), _t(tg, dtype, device), _t(r.uniform(0.2, 2, (3, 4)), dtype, device)),
+                 {"eps": 0.5, "reduction": "none"}, desc="noncontig, var below eps")
+
+
+def _gnll_ref(x, tg, var, full=False, eps=1e-6, reduction="mean"):
+    if var.ndim == x.ndim - 1:
+        var = var[..., None]
+    var = np.maximum(var, eps)
+    loss = 0.5 * (np.log(var) + (x - tg) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * np.log(2 * np.pi)
+    return np.asarray(_red(loss, reduction))
+
+
+def _mrl_samples(device, dtype):
+    r = _rng(13)
+    y = _t(np.array([1.0, -1.0, 1.0, -1.0, 1.0]), dtype, device)
+    for red, margin in (("mean", 0.0), ("sum", 0.5), ("none", -0.2)):
+        yield Sample((_t(r.normal(size=5), dtype, device), _t(r.normal(size=5), dtype, device), y),
+                     {"margin": margin, "reduction": red}, desc=f"{red} margin {margin}")
+    yield Sample((_nc(r.normal(size=(5,)), dtype, device), _t(r.normal(size=(5,)), dtype, device), y),
+                 {"reduction": "none"}, desc="noncontig")
+    yield Sample((_t(r.normal(size=()), dtype, device), _t(r.normal(size=()), dtype, device),
+                  _t(np.array(-1.0), dtype, device)), {}, desc="0-d")
+
+
+def _mrl_ref(x1, x2, y, margin=0.0, reduction="mean"):
+    return np.asarray(_red(np.maximum(0, -y * (x1 - x2) + margin), reduction))
+
+
+def _logsig(a):
+    return np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a)))
+
+
+def _mlsm_samples(device, dtype):
+    r = _rng(14)
+    tg = _t(r.integers(0, 2, (3, 4)).astype(float), dtype, device)
+    yield Sample((_t(r.normal(size=(3, 4)) * 2, dtype, device), tg), {}, desc="mean")
+    yield Sample((_t(r.normal(size=(3, 4)) * 2, dtype, device), tg),
+                 {"weight": _t(r.uniform(0.5, 2, 4), dtype, device), "reduction": "sum"}, desc="weight, sum")
+    yield Sample((_nc(r.normal(size=(3, 4)), dtype, device), _t(r.uniform(0, 1, (3, 4)), dtype, device)),
+                 {"reduction": "none"}, desc="soft targets, noncontig, none")
+
+
+def _mlsm_ref(x, tg, weight=None, reduction="mean"):
+    loss = -(tg * _logsig(x) + (1 - tg) * _logsig(-x))
+    if weight is not None:
+        loss = loss * weight
+    return np.asarray(_red(loss.sum(-1) / x.shape[-1], reduction))
+
+
+def _pnll_samples(device, dtype):
+    r = _rng(15)
+    tg = r.choice([0.0, 0.5, 2.0, 3.5, 6.0], (3, 4))
+    yield Sample((_t(r.normal(size=(3, 4)), dtype, device), _t(tg, dtype, device)), {}, desc="log input")
+    yield Sample((_t(r.uniform(0.2, 3, (3, 4)), dtype, device), _t(tg, dtype, device)),
+                 {"log_input": False, "reduction": "sum"}, desc="rates, sum")
+    yield Sample((_t(r.normal(size=(3, 4)), dtype, device), _t(tg, dtype, device)),
+                 {"full": True, "reduction": "none"}, desc="full (Stirling term), none")
+    yield Sample((_nc(r.uniform(0.2, 3, (3, 4)), dtype, device), _t(tg, dtype, device)),
+                 {"log_input": False, "full": True, "eps": 1e-3}, desc="rates, full, eps, noncontig")
+
+
+def _pnll_ref(x, tg, log_input=True, full=False, eps=1e-8, reduction="mean"):
+    loss = np.exp(x) - tg * x if log_input else x - tg * np.log(x + eps)
+    if full:
+        with np.errstate(all="ignore"):
+            st = tg * np.log(tg) - tg + 0.5 * np.log(2 * np.pi * tg)
+        loss = loss + np.where(tg > 1, st, 0)
+    return np.asarray(_red(loss, reduction))
+
+
+def _tml_samples(device, dtype):
+    r = _rng(16)
+
+    def n(*s):
+        return _t(r.normal(size=s), dtype, device)
+    yield Sample((n(4, 5), n(4, 5), n(4, 5)), {}, desc="defaults")
+    yield Sample((n(4, 5), n(4, 5), n(4, 5)), {"margin": 2.0, "p": 1, "reduction": "sum"}, desc="p=1, sum")
+    yield Sample((n(4, 5), n(4, 5), n(4, 5)), {"margin": 1.5, "swap": True, "reduction": "none"}, desc="swap")
+    yield Sample((n(4, 5), n(4, 5), n(4, 5)), {"p": 3, "eps": 1e-3, "reduction": "none"}, desc="p=3, eps")
+    yield Sample((_nc(r.normal(size=(3, 4)), dtype, device), n(3, 4), n(3, 4)), {"margin": 3.0},
+                 desc="noncontig")
+    yield Sample((n(5), n(5), n(5)), {"margin": 3.0}, desc="1-D")
+
+
+def _pdist(a, b, p, eps):
+    return (np.abs(a - b + eps) ** p).sum(-1) ** (1.0 / p)
+
+
+def _tml_ref(a, pos, neg, margin=1.0, p=2, eps=1e-6, swap=False, reduction="mean"):
+    dap, dan = _pdist(a, pos, p, eps), _pdist(a, neg, p, eps)
+    if swap:
+        dan = np.minimum(dan, _pdist(pos, neg, p, eps))
+    return np.asarray(_red(np.maximum(margin + dap - dan, 0), reduction))
+
+
+def _o2(device):
+    return lambda *s: ember.ones(*s, device=device)
+
+
+ENTRIES += [
+    OpEntry("nn.functional.cosine_embedding_loss", F.cosine_embedding_loss, _cos_emb_samples, ref=_cos_emb_ref,
+            errors=lambda d: [ErrorCase((_o2(d)(3, 4), _o2(d)(3, 4), _o2(d)(2)), {}, RuntimeError,
+                                        r"size of tensor a \(2\) must match the size of tensor b \(3\)"),
+                              ErrorCase((_o2(d)(3, 4), _o2(d)(3, 4), _o2(d)(3)), {"reduction": "foo"}, ValueError,
+                                        "foo is not a valid value for reduction")],
+            note="inputs of different shapes raise RuntimeError with ember's own message "
+                 "(PyTorch: the broadcast size mismatch)"),
+    OpEntry("nn.functional.gaussian_nll_loss", F.gaussian_nll_loss, _gnll_samples, ref=_gnll_ref,
+            errors=lambda d: [ErrorCase((_o2(d)(3, 4), _o2(d)(3, 4), -_o2(d)(3, 4)), {}, ValueError,
+                                        "var has negative entry/entries"),
+                              ErrorCase((_o2(d)(3, 4), _o2(d)(3, 4), _o2(d)(3, 2)), {}, ValueError,
+                                        "var is of incorrect size")]),
+    OpEntry("nn.functional.margin_ranking_loss", F.margin_ranking_loss, _mrl_samples, ref=_mrl_ref,
+            errors=lambda d: [ErrorCase((_o2(d)(3), _o2(d)(4), _o2(d)(3)), {}, RuntimeError,
+                                        r"size of tensor a \(3\) must match the size of tensor b \(4\)"),
+                              ErrorCase((_o2(d)(2, 5), _o2(d)(5), _o2(d)(5)), {}, RuntimeError,
+                                        "margin_ranking_loss : All input tensors should have same dimension"),
+                              ErrorCase((_o2(d)(3), _o2(d)(3), _o2(d)(3)), {"reduction": "foo"}, ValueError,
+                                        "foo is not a valid value for reduction")]),
+    OpEntry("nn.functional.multilabel_soft_margin_loss", F.multilabel_soft_margin_loss, _mlsm_samples,
+            ref=_mlsm_ref,
+            errors=lambda d: [ErrorCase((_o2(d)(3, 4), _o2(d)(3, 5)), {}, RuntimeError,
+                                        r"size of tensor a \(5\) must match the size of tensor b \(4\)")]),
+    OpEntry("nn.functional.poisson_nll_loss", F.poisson_nll_loss, _pnll_samples, ref=_pnll_ref,
+            errors=lambda d: [ErrorCase((_o2(d)(3, 4), _o2(d)(3, 5)), {}, RuntimeError,
+                                        r"size of tensor a \(5\) must match the size of tensor b \(4\)")]),
+    OpEntry("nn.functional.triplet_margin_loss", F.triplet_margin_loss, _tml_samples, ref=_tml_ref,
+            errors=lambda d: [ErrorCase((_o2(d)(3, 4), _o2(d)(3, 4), _o2(d)(3, 5)), {}, RuntimeError,
+                                        r"size of tensor a \(4\) must match the size of tensor b \(5\)"),
+                              ErrorCase((_o2(d)(3, 4), _o2(d)(3, 4), _o2(d)(3, 4)), {"reduction": "foo"},
+                                        ValueError, "foo is not a valid value for reduction")]),
+]

@@ -77,3 +77,99 @@ ENTRIES = [
             lambda device, dtype: [Sample((_x((3, 4), dtype, device), _x((3, 4), dtype, device, 1)))],
             ref=lambda a, b: np.linalg.norm(a - b + 1e-6, axis=-1)),
 ]
+
+
+# --- issue 6: the dropout family and rrelu, moved out of _exempt.py ---
+# Their random masks have no reference, so the forward entries use the deterministic
+# settings (eval mode, p=0, p=1); the "_seeded" entries reseed ember's generator on every
+# call, so gradcheck sees one fixed mask and checks that backward uses the forward's mask
+# and scale.
+
+def _seeded(fn, seed=1234):
+    def op(*args, **kwargs):
+        state = ember.get_rng_state()
+        ember.manual_seed(seed)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ember.set_rng_state(state)
+    return op
+
+
+def _drop_samples(shape):
+    def samples(device, dtype):
+        x = _x(shape, dtype, device, seed=21)
+        yield Sample((x, 0.5, False), desc="eval: identity")
+        yield Sample((x, 0.0, True), desc="p=0: identity")
+        yield Sample((x, 1.0, True), desc="p=1: zeros")
+        yield Sample((_x(shape[:-1] + (shape[-1] * 2,), dtype, device, seed=22)[..., ::2], 0.3, False),
+                     desc="noncontig eval")
+        yield Sample((_x((0,) + shape[1:], dtype, device), 0.5, True), desc="empty")
+    return samples
+
+
+def _drop_ref(x, p=0.5, training=True):
+    return np.zeros_like(x) if (training and p == 1.0) else x.copy()
+
+
+def _seeded_samples(shape):
+    def samples(device, dtype):
+        yield Sample((_x(shape, dtype, device, seed=23), 0.4, True), desc="p=0.4")
+        yield Sample((_x(shape, dtype, device, seed=24), 0.75, True), desc="p=0.75")
+    return samples
+
+
+def _drop_errors(fn_name, bad_shape, msg):
+    def errors(device):
+        yield ErrorCase((ember.ones(3, 4, device=device), 1.5, True), {}, ValueError,
+                        "dropout probability has to be between 0 and 1, but got 1.5")
+        if bad_shape is not None:
+            yield ErrorCase((ember.ones(*bad_shape, device=device), 0.5, True), {}, RuntimeError, msg)
+    return errors
+
+
+_DROPS = [
+    ("dropout", F.dropout, (3, 4), None, ""),
+    ("alpha_dropout", F.alpha_dropout, (3, 4), None, ""),
+    ("feature_alpha_dropout", F.feature_alpha_dropout, (2, 3, 4), None, ""),
+    ("dropout1d", F.dropout1d, (2, 3, 4), (1, 1, 1, 2, 3), "dropout1d: Expected 2D or 3D input, but received a 5D"),
+    ("dropout2d", F.dropout2d, (2, 3, 2, 2), None, ""),
+    ("dropout3d", F.dropout3d, (2, 3, 2, 1, 2), None, ""),
+]
+
+ENTRIES += [
+    OpEntry(f"nn.functional.{name}", fn, _drop_samples(shape), ref=_drop_ref,
+            errors=_drop_errors(name, bad, msg))
+    for name, fn, shape, bad, msg in _DROPS
+] + [
+    OpEntry(f"nn.functional.{name}_seeded", _seeded(fn), _seeded_samples(shape), ref=None,
+            note=f"random mask: values checked in the hand-written dropout tests; this entry "
+                 f"gradchecks {name} in training mode under a fixed seed")
+    for name, fn, shape, _, _ in _DROPS
+]
+
+
+def _rrelu_samples(device, dtype):
+    yield Sample((_x((3, 4), dtype, device, seed=25),), {}, desc="defaults (eval)")
+    yield Sample((_x((3, 4), dtype, device, seed=26), 0.1, 0.3), {}, desc="bounds")
+    yield Sample((_x((3, 8), dtype, device, seed=27)[:, ::2], 0.2, 0.2, False), {}, desc="noncontig, l == u")
+    yield Sample((_x((), dtype, device, seed=28),), {}, desc="0-d")
+    yield Sample((_x((0, 3), dtype, device),), {}, desc="empty")
+
+
+def _rrelu_ref(x, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    return np.where(x >= 0, x, x * (lower + upper) / 2)
+
+
+ENTRIES += [
+    OpEntry("nn.functional.rrelu", F.rrelu, _rrelu_samples, ref=_rrelu_ref,
+            errors=lambda device: [ErrorCase((ember.ones(3, device=device), 0.3, 0.1, True), {}, RuntimeError,
+                                             "0.3.*0.1")],
+            note="lower > upper in training raises RuntimeError with ember's message 'uniform_ expects to "
+                 "return a [from, to) range, but found from=0.3 > to=0.1' (PyTorch: 'Lower bound should be "
+                 "less than or equal to the upper bound')"),
+    OpEntry("nn.functional.rrelu_seeded", _seeded(lambda x: F.rrelu(x, 0.1, 0.4, True)),
+            lambda device, dtype: [Sample((_x((3, 4), dtype, device, seed=29),))], ref=None,
+            note="random slopes: gradchecks rrelu in training mode under a fixed seed (backward uses "
+                 "the forward's slopes); values in the hand-written rrelu tests"),
+]

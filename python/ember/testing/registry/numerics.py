@@ -186,3 +186,108 @@ ENTRIES += [
             errors=lambda d: [err(NotImplementedError, "not implemented for", ember.tensor([1], device=d),
                                   ember.tensor([2], device=d))]),
 ]
+
+
+# --- clamp, lerp, nan_to_num, where (issue 6: moved out of _exempt.py so they get registry
+# gradcheck) ---
+
+def _clamp_samples(d, t):
+    yield _s(make((3, 4), d, t), -1.25, 1.5, desc="scalars")
+    yield _s(make((3, 4), d, t), min=-0.75, desc="min only")
+    yield _s(make((3, 4), d, t), max=0.25, desc="max only")
+    yield _s(make((2, 3), d, t, noncontig=True), -2.25, 0.5, desc="noncontig")
+    yield _s(make((3, 4), d, t), 1.5, -1.0, desc="min > max gives max")
+    yield _s(make((), d, t), -1.0, 1.0, desc="0-d")
+    yield _s(make((0, 3), d, t), -1.0, 1.0, desc="empty")
+    if t.is_floating_point:
+        yield _s(make((3, 4), d, t), make((4,), d, t, low=-2, high=-0.5, seed=1),
+                 make((3, 1), d, t, low=0.5, high=2, seed=2), desc="tensor bounds, broadcast")
+        yield _s(make((3, 4), d, t), None, make((3, 4), d, t, seed=3), desc="tensor max only")
+
+
+def _clamp_ref(a, min=None, max=None):
+    r = a
+    if min is not None:
+        r = np.maximum(r, min)
+    if max is not None:
+        r = np.minimum(r, max)
+    out = a.dtype
+    if a.dtype.kind in "iu" and any(isinstance(b, float) for b in (min, max)):
+        out = np.float32  # an integer tensor clamped to float bounds promotes to the default dtype
+    return np.asarray(r).astype(out)
+
+
+def _lerp_samples(d, t):
+    yield _s(make((3, 4), d, t), make((3, 4), d, t, seed=1), 0.3, desc="scalar weight")
+    yield _s(make((3, 4), d, t), make((3, 4), d, t, seed=1), 0.8, desc="weight >= 0.5")
+    yield _s(make((3, 4), d, t), make((4,), d, t, seed=1), make((3, 1), d, t, low=0, high=1, seed=2),
+             desc="tensor weight, broadcast")
+    yield _s(make((2, 3), d, t, noncontig=True), make((2, 3), d, t, seed=1, noncontig=True), -0.5,
+             desc="noncontig, extrapolate")
+    yield _s(make((), d, t), make((), d, t, seed=1), make((), d, t, low=0, high=1, seed=2), desc="0-d")
+    yield _s(make((0, 3), d, t), make((0, 3), d, t, seed=1), 0.5, desc="empty")
+
+
+def _lerp_ref(a, b, w):
+    return np.asarray(a + w * (b - a)).astype(a.dtype)
+
+
+def _specials2(d, t):
+    return ember.tensor([[1.0, float("nan"), -2.5], [float("inf"), 0.5, float("-inf")]], dtype=t, device=d)
+
+
+def _n2n_samples(d, t):
+    yield _s(_specials2(d, t), desc="defaults")
+    yield _s(_specials2(d, t), nan=1.0, posinf=2.0, neginf=-2.0, desc="replacements")
+    yield _s(_specials2(d, t), 0.5, desc="nan positional")
+    yield _s(make((3, 4), d, t), desc="all finite")
+    yield _s(make((2, 3), d, t, noncontig=True), posinf=1.0, desc="noncontig")
+    yield _s(ember.tensor(float("nan"), dtype=t, device=d), desc="0-d nan")
+    yield _s(make((0, 3), d, t), desc="empty")
+
+
+def _n2n_ref(a, nan=0.0, posinf=None, neginf=None):
+    return np.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def _where_samples(d, t):
+    c = make((3, 4), d, ember.bool, seed=5)
+    yield _s(c, make((3, 4), d, t), make((3, 4), d, t, seed=1))
+    yield _s(make((4,), d, ember.bool, seed=6), make((3, 1), d, t), make((3, 4), d, t, seed=1), desc="broadcast")
+    yield _s(c, make((3, 4), d, t), 0.5 if t.is_floating_point else 2, desc="scalar other")
+    yield _s(make((3, 4), d, ember.bool, seed=7, noncontig=True), make((3, 4), d, t, noncontig=True),
+             make((3, 4), d, t, seed=1), desc="noncontig")
+    yield _s(ember.tensor(True, device=d), make((), d, t), make((2,), d, t, seed=1), desc="0-d cond")
+    yield _s(make((0, 3), d, ember.bool), make((0, 3), d, t), make((0, 3), d, t, seed=1), desc="empty")
+
+
+def _where_ref(c, x, y):
+    return np.asarray(np.where(c, x, y)).astype(x.dtype)
+
+
+def _o(d):
+    return lambda *shape, **kw: ember.ones(*shape, device=d, **kw)
+
+
+ENTRIES += [
+    OpEntry("clamp", ember.clamp, _clamp_samples, _clamp_ref, dtypes=FL + ("int64",),
+            aliases=("Tensor.clamp", "Tensor.clamp_"),
+            errors=lambda d: [err(RuntimeError, "At least one of 'min' or 'max' must not be None", _o(d)(3)),
+                              err(RuntimeError, r"size of tensor a \(3\) must match the size of tensor b \(2\)",
+                                  _o(d)(3), min=_o(d)(2))],
+            note="clamp(Tensor, Tensor, float) is accepted where PyTorch raises TypeError"),
+    OpEntry("lerp", ember.lerp, _lerp_samples, _lerp_ref, dtypes=FL, aliases=("Tensor.lerp", "Tensor.lerp_"),
+            errors=lambda d: [err(RuntimeError, "must match the size of tensor b", _o(d)(3), _o(d)(4), 0.5),
+                              err(RuntimeError, "expected dtype float.* for `end` but got dtype",
+                                  _o(d)(3), _o(d)(3, dtype=ember.float64), 0.5)],
+            note="a float64 weight with float32 start/end is accepted where PyTorch raises RuntimeError; "
+                 "the size-mismatch message names the sizes the other way round from PyTorch's "
+                 "(tensor a (4) vs b (3) for lerp(ones(3), ones(4)))"),
+    OpEntry("nan_to_num", ember.nan_to_num, _n2n_samples, _n2n_ref, dtypes=FL,
+            aliases=("Tensor.nan_to_num", "Tensor.nan_to_num_")),
+    OpEntry("where", ember.where, _where_samples, _where_ref, dtypes=FL + ("int64",), aliases=("Tensor.where",),
+            errors=lambda d: [err(RuntimeError, "where expected condition to be a boolean tensor",
+                                  _o(d)(3), _o(d)(3), _o(d)(3)),
+                              err(RuntimeError, r"size of tensor a \(3\) must match the size of tensor b \(4\)",
+                                  _o(d)(3) > 0, _o(d)(3), _o(d)(4))]),
+]

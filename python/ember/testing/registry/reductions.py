@@ -1,6 +1,8 @@
 """Registry entries for reductions and statistics (ops/surface_reduce.cpp)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import ember
@@ -217,4 +219,405 @@ ENTRIES += [
                           _s(make((30,), d, t), 3, weight=make((30,), d, t, low=0, high=1, seed=2), density=True)],
             _histogram_ref, dtypes=FL, grad=False, aliases=("Tensor.histogram",),
             errors=lambda d: [err(RuntimeError, "min should not exceed max", ember.ones(3, device=d), 3, range=(2.0, 1.0))]),
+]
+
+
+# --- core reductions (issue 6: moved out of _exempt.py so they get registry gradcheck) ---
+
+def _red_samples(*, empty=True, zero_d=True, dims=True, multi=True):
+    """Samples for a sum-like reduction: full, per-dim, keepdim, negative dim, tuple of
+    dims, 0-d, empty and non-contiguous inputs."""
+    def samples(d, t):
+        yield _s(make((3, 4), d, t), desc="full")
+        yield _s(make((3, 4, 2), d, t, noncontig=True, seed=1), desc="noncontig full")
+        if dims:
+            yield _s(make((3, 4), d, t), 1, desc="dim")
+            yield _s(make((3, 4), d, t), 0, True, desc="keepdim")
+            yield _s(make((2, 3, 4), d, t, noncontig=True, seed=2), -1, desc="neg dim noncontig")
+            if multi:
+                yield _s(make((2, 3, 4), d, t), (0, 2), desc="dims tuple")
+                yield _s(make((2, 3, 4), d, t), (0, -1), True, desc="dims tuple keepdim")
+        if zero_d:
+            yield _s(make((), d, t, seed=3), desc="0-d")
+            if dims:
+                yield _s(make((), d, t, seed=3), 0, desc="0-d dim 0")
+        if empty:
+            yield _s(make((0, 3), d, t), desc="empty")
+            if dims:
+                yield _s(make((0, 3), d, t), 0, desc="empty reduce dim")
+                yield _s(make((0, 3), d, t), 1, desc="empty keep dim")
+    return samples
+
+
+def _nd(a, dim):
+    """A dim spec as NumPy takes it: tuples for lists, None for dim 0/-1 of a 0-d array."""
+    if isinstance(dim, list):
+        dim = tuple(dim)
+    if a.ndim == 0 and dim is not None:
+        return None
+    return dim
+
+
+def _np_red(f, **fixed):
+    def ref(a, dim=None, keepdim=False, **kw):
+        dim = _nd(a, dim)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # mean of an empty slice is nan, as in ember
+            r = f(a, axis=dim, keepdims=keepdim, **fixed, **kw)
+        return np.asarray(r)
+    return ref
+
+
+def _sum_ref(a, dim=None, keepdim=False, dtype=None):
+    dim = _nd(a, dim)
+    r = np.sum(a, axis=dim, keepdims=keepdim)
+    if a.dtype == np.bool_ or a.dtype.kind in "iu":
+        r = np.asarray(r).astype(np.int64)
+    return np.asarray(r).astype(a.dtype if a.dtype.kind == "f" else np.int64)
+
+
+def _prod_ref(a, dim=None, keepdim=False):
+    dim = _nd(a, dim)
+    r = np.asarray(np.prod(a, axis=dim, keepdims=keepdim))
+    return r.astype(a.dtype if a.dtype.kind == "f" else np.int64)
+
+
+def _values(f):
+    """ember op returning (values, indices) for a dim call: the values and indices as a tuple."""
+    def op(*a, **k):
+        r = f(*a, **k)
+        return r if isinstance(r, ember.Tensor) else (r.values, r.indices)
+    return op
+
+
+def _maxmin_ref(kind):
+    def ref(a, dim=None, keepdim=False):
+        if dim is None:
+            return np.asarray(np.max(a) if kind == "max" else np.min(a))
+        v = (np.max if kind == "max" else np.min)(a, axis=dim, keepdims=keepdim)
+        i = (np.argmax if kind == "max" else np.argmin)(a, axis=dim)
+        if keepdim:
+            i = np.expand_dims(i, dim)
+        return np.asarray(v), np.asarray(i).astype(np.int64)
+    return ref
+
+
+def _distinct(shape, d, t, seed=0, noncontig=False):
+    """Values all distinct (a permutation), so max/min/median/kthvalue have no ties and
+    gradcheck is well defined."""
+    rng = np.random.default_rng(seed)
+    full = tuple(shape[:-1]) + (shape[-1] * 2,) if (noncontig and shape) else tuple(shape)
+    m = int(np.prod(full)) if full else 1
+    a = (rng.permutation(m) - m // 2).astype(np.float64)
+    if t.is_floating_point:
+        a = (a + 0.3) * 0.37  # no zero and no |x| ties either (abs-based norms)
+    x = ember.from_numpy(a.reshape(full)).to(dtype=t, device=d)
+    return x[..., ::2] if (noncontig and shape) else x
+
+
+def _maxmin_samples(d, t):
+    yield _s(_distinct((3, 4), d, t), desc="full")
+    yield _s(_distinct((3, 4), d, t, 1), 1, desc="dim")
+    yield _s(_distinct((3, 4), d, t, 2), 0, True, desc="keepdim")
+    yield _s(_distinct((2, 3, 4), d, t, 3, noncontig=True), -1, desc="noncontig neg dim")
+    yield _s(_distinct((), d, t, 4), desc="0-d")
+    yield _s(_distinct((), d, t, 4), 0, desc="0-d dim")
+    yield _s(_distinct((0, 3), d, t), 1, desc="empty, reduce nonempty dim")
+
+
+def _amax_samples(d, t):
+    yield _s(_distinct((3, 4), d, t), desc="full")
+    yield _s(_distinct((3, 4), d, t, 1), 1, desc="dim")
+    yield _s(_distinct((3, 4), d, t, 2), 0, True, desc="keepdim")
+    yield _s(_distinct((2, 3, 4), d, t, 3), (0, 2), desc="dims tuple")
+    yield _s(_distinct((2, 3, 4), d, t, 3, noncontig=True), -1, desc="noncontig")
+    yield _s(_distinct((), d, t, 4), desc="0-d")
+    yield _s(_distinct((0, 3), d, t), 1, desc="empty, reduce nonempty dim")
+
+
+def _median_ref(a, dim=None, keepdim=False):
+    if a.ndim == 0 and dim is not None:
+        return a.copy(), np.asarray(0)
+    if dim is None:
+        return np.asarray(np.sort(a.ravel())[(a.size - 1) // 2])
+    s = np.sort(a, axis=dim)
+    k = (a.shape[dim] - 1) // 2 if a.ndim else 0
+    if a.ndim == 0:
+        return a, np.asarray(0)
+    v = np.take(s, [k], axis=dim)
+    i = np.take(np.argsort(a, axis=dim, kind="stable"), [k], axis=dim)
+    if not keepdim:
+        v, i = np.squeeze(v, dim), np.squeeze(i, dim)
+    return v, i.astype(np.int64)
+
+
+def _kth_ref(a, k, dim=-1, keepdim=False):
+    if a.ndim == 0:
+        return a, np.asarray(0)
+    s = np.sort(a, axis=dim)
+    v = np.take(s, [k - 1], axis=dim)
+    i = np.take(np.argsort(a, axis=dim, kind="stable"), [k - 1], axis=dim)
+    if not keepdim:
+        v, i = np.squeeze(v, dim), np.squeeze(i, dim)
+    return v, i.astype(np.int64)
+
+
+def _lse_ref(a, dim, keepdim=False):
+    if a.ndim == 0:
+        return a.copy()
+    m = np.max(a, axis=dim, keepdims=True) if a.size else np.zeros(1, a.dtype)
+    m = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.sum(np.exp(a - m), axis=dim, keepdims=True)) + m
+    return r if keepdim else np.squeeze(r, dim)
+
+
+def _stat_ref(f):
+    def ref(a, dim=None, *, correction=1, keepdim=False, unbiased=None):
+        if unbiased is not None:
+            correction = int(unbiased)
+        dim = _nd(a, dim)
+        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+            __import__("warnings").simplefilter("ignore")
+            return np.asarray(f(a, axis=dim, ddof=correction, keepdims=keepdim))
+    return ref
+
+
+def _stat_mean_ref(f):
+    s = _stat_ref(f)
+
+    def ref(a, dim=None, *, correction=1, keepdim=False, unbiased=None):
+        if isinstance(dim, list):
+            dim = tuple(dim)
+        return s(a, dim, correction=correction, keepdim=keepdim, unbiased=unbiased), \
+            np.asarray(np.mean(a, axis=dim, keepdims=keepdim))
+    return ref
+
+
+def _stat_samples(d, t):
+    yield _s(make((3, 4), d, t), desc="full")
+    yield _s(make((3, 4), d, t), 1, desc="dim")
+    yield _s(make((3, 4), d, t), 0, keepdim=True, desc="keepdim")
+    yield _s(make((2, 3, 4), d, t, noncontig=True, seed=1), (0, 2), desc="dims noncontig")
+    yield _s(make((3, 4), d, t), 1, correction=0, desc="correction 0")
+    yield _s(make((3, 5), d, t), 1, correction=2, desc="correction 2")
+    yield _s(make((3, 4), d, t), unbiased=False, desc="unbiased False")
+
+
+def _vnorm_ref(a, ord=2, dim=None, keepdim=False):
+    if isinstance(dim, list):
+        dim = tuple(dim)
+    x = np.abs(a)
+    if ord == float("inf"):
+        return np.asarray(np.max(x, axis=dim, keepdims=keepdim))
+    if ord == float("-inf"):
+        return np.asarray(np.min(x, axis=dim, keepdims=keepdim))
+    if ord == 0:
+        return np.asarray(np.sum(x != 0, axis=dim, keepdims=keepdim).astype(a.dtype))
+    return np.asarray(np.sum(x ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord))
+
+
+def _vnorm_samples(d, t):
+    yield _s(make((3, 4), d, t), desc="2-norm full")
+    yield _s(make((3, 4), d, t), 1, desc="1-norm")
+    yield _s(make((3, 4), d, t), 3, 1, desc="3-norm dim")
+    yield _s(make((3, 4), d, t), 2, (0, 1), True, desc="dims keepdim")
+    yield _s(make((2, 3, 4), d, t, noncontig=True, seed=2), 2.5, -1, desc="noncontig")
+    yield _s(_distinct((3, 4), d, t), float("inf"), 1, desc="inf")
+    yield _s(_distinct((3, 4), d, t, 2), float("-inf"), 0, desc="-inf")
+    yield _s(make((), d, t, seed=3), desc="0-d")
+    yield _s(make((0, 3), d, t), 2, 0, desc="empty")
+
+
+def _norm_ref(a, p="fro", dim=None, keepdim=False):
+    if p == "fro" or p is None:
+        p = 2
+    return _vnorm_ref(a, p, dim, keepdim)
+
+
+def _lnorm_ref(a, ord=None, dim=None, keepdim=False):
+    if ord is None:
+        return _vnorm_ref(a, 2, dim, keepdim)
+    return np.asarray(np.linalg.norm(a, ord, axis=dim, keepdims=keepdim))
+
+
+def _cum_ref2(f):
+    def ref(a, dim):
+        if a.ndim == 0:
+            return a.copy()
+        r = f(a, axis=dim)
+        return r.astype(a.dtype if a.dtype.kind == "f" else np.int64)
+    return ref
+
+
+def _cum_samples2(d, t):
+    yield _s(make((3, 4), d, t, low=-1.5, high=1.5), 1)
+    yield _s(make((3, 4), d, t, low=-1.5, high=1.5), 0)
+    yield _s(make((2, 3, 4), d, t, low=-1.5, high=1.5, noncontig=True, seed=1), -1, desc="noncontig")
+    yield _s(make((), d, t, seed=3), 0, desc="0-d")
+    yield _s(make((0, 3), d, t), 0, desc="empty")
+    yield _s(make((0, 3), d, t), 1, desc="empty other dim")
+
+
+def _cumprod_samples(d, t):
+    yield from _cum_samples2(d, t)
+    yield _s(ember.tensor([[2.0, 0.0, 3.0, -1.0], [0.0, 1.5, 0.0, 2.0]], dtype=t, device=d), 1,
+             desc="zeros")
+
+
+def _prod_samples(d, t):
+    yield from _red_samples(multi=False)(d, t)
+    z = ember.tensor([[2.0, 0.0, 3.0, -1.0], [0.0, 1.5, 0.0, 2.0]], dtype=t, device=d)
+    yield _s(z, desc="zeros full")  # one row with one zero, one with two
+    yield _s(z, 1, desc="zeros dim 1")
+    yield _s(z, 0, True, desc="zeros dim 0 keepdim")
+
+
+def _trace_samples(d, t):
+    yield _s(make((3, 3), d, t))
+    yield _s(make((3, 5), d, t, seed=1), desc="wide")
+    yield _s(make((5, 2), d, t, seed=2), desc="tall")
+    yield _s(make((4, 4), d, t, noncontig=True, seed=3), desc="noncontig")
+    yield _s(make((0, 3), d, t), desc="empty")
+
+
+def _bool_samples(d, t):
+    yield _s(make((3, 4), d, t))
+    yield _s(make((3, 4), d, t), 1)
+    yield _s(make((3, 4), d, t), 0, True)
+    yield _s(make((2, 3, 4), d, t, noncontig=True, seed=1), -1)
+    yield _s(make((), d, t, seed=3))
+    yield _s(make((0, 3), d, t))
+    yield _s(make((0, 3), d, t), 0)
+    yield _s(ember.zeros(2, 3, dtype=t, device=d), 1)
+
+
+def _bool_ref(f):
+    def ref(a, dim=None, keepdim=False):
+        return np.asarray(f(a, axis=_nd(a, dim), keepdims=keepdim))
+    return ref
+
+
+def _arg_ref(f):
+    def ref(a, dim=None, keepdim=False):
+        if dim is None:
+            r = np.asarray(f(a.ravel()))
+            return r.reshape((1,) * a.ndim) if keepdim else r
+        if a.ndim == 0:
+            return np.asarray(0)
+        r = f(a, axis=dim)
+        return np.expand_dims(r, dim) if keepdim else np.asarray(r)
+    return ref
+
+
+def _arg_samples(d, t):
+    yield _s(_distinct((3, 4), d, t))
+    yield _s(_distinct((3, 4), d, t, 1), 1)
+    yield _s(_distinct((3, 4), d, t, 2), 0, True)
+    yield _s(_distinct((2, 3, 4), d, t, 3, noncontig=True), -1)
+    yield _s(_distinct((), d, t, 4))
+    yield _s(_distinct((3, 4), d, t, 5), None, True, desc="flat keepdim")
+
+
+def _cnz_ref(a, dim=None):
+    return np.asarray(np.count_nonzero(a, axis=dim)).astype(np.int64)
+
+
+def _tup(f):
+    return lambda *a, **k: tuple(f(*a, **k))
+
+
+def _e(exc, match, *a, **k):
+    return err(exc, match, *a, **k)
+
+
+ENTRIES += [
+    OpEntry("sum", ember.sum, _red_samples(), _sum_ref, dtypes=FL + ("int64", "bool"),
+            aliases=("Tensor.sum",),
+            errors=lambda d: [_e(IndexError, "Dimension out of range", make((2, 3), d, ember.float32), 2)]),
+    OpEntry("mean", ember.mean, _red_samples(), _np_red(np.mean), dtypes=FL, aliases=("Tensor.mean",),
+            errors=lambda d: [_e(RuntimeError, r"mean\(\): could not infer output dtype",
+                                 ember.ones(2, dtype=ember.int64, device=d)),
+                              _e(IndexError, "Dimension out of range", make((2, 3), d, ember.float32), -3)]),
+    OpEntry("prod", ember.prod, _prod_samples,
+            _prod_ref, dtypes=FL + ("int64",), aliases=("Tensor.prod",),
+            errors=lambda d: [_e(TypeError, "prod", make((2, 3), d, ember.float32), (0, 1))]),
+    OpEntry("amax", ember.amax, _amax_samples, _np_red(np.amax), dtypes=FL + ("int64",), aliases=("Tensor.amax",),
+            errors=lambda d: [_e(IndexError, "Dimension out of range", make((2, 3), d, ember.float32), 5),
+                              _e(IndexError, r"amax\(\): Expected reduction dim 0 to have non-zero size",
+                                 make((0, 3), d, ember.float32), 0)]),
+    OpEntry("amin", ember.amin, _amax_samples, _np_red(np.amin), dtypes=FL + ("int64",), aliases=("Tensor.amin",)),
+    OpEntry("max", _values(ember.max), _maxmin_samples, _maxmin_ref("max"), dtypes=FL + ("int64",),
+            aliases=("Tensor.max",),
+            errors=lambda d: [_e(IndexError, "Dimension out of range", make((2, 3), d, ember.float32), 2),
+                              _e(IndexError, r"max\(\): Expected reduction dim 0 to have non-zero size",
+                                 make((0, 3), d, ember.float32), 0),
+                              _e(RuntimeError, r"max\(\): Expected reduction dim to be specified for input.numel\(\) == 0",
+                                 make((0, 3), d, ember.float32))]),
+    OpEntry("min", _values(ember.min), _maxmin_samples, _maxmin_ref("min"), dtypes=FL + ("int64",),
+            aliases=("Tensor.min",)),
+    OpEntry("median", _values(ember.median), _maxmin_samples, _median_ref, dtypes=FL + ("int64",),
+            aliases=("Tensor.median",),
+            errors=lambda d: [_e(IndexError, r"median\(\): Expected reduction dim 0 to have non-zero size",
+                                 make((0, 3), d, ember.float32), 0)]),
+    OpEntry("kthvalue", _values(ember.kthvalue),
+            lambda d, t: [_s(_distinct((3, 4), d, t), 2), _s(_distinct((3, 4), d, t, 1), 3, 0),
+                          _s(_distinct((3, 4), d, t, 2), 1, 1, True),
+                          _s(_distinct((2, 3, 4), d, t, 3, noncontig=True), 4, -1),
+                          _s(_distinct((), d, t, 4), 1)],
+            _kth_ref, dtypes=FL + ("int64",), aliases=("Tensor.kthvalue",),
+            errors=lambda d: [_e(RuntimeError, r"kthvalue\(\): selected number k out of range for dimension 1",
+                                 make((3, 4), d, ember.float32), 5)]),
+    OpEntry("logsumexp", ember.logsumexp,
+            lambda d, t: [_s(make((3, 4), d, t), 1), _s(make((3, 4), d, t), 0, True),
+                          _s(make((2, 3, 4), d, t, noncontig=True, seed=1), (0, 2)),
+                          _s(make((), d, t, seed=3), 0), _s(make((0, 3), d, t), 1),
+                          _s(ember.tensor([[1000.0, 1000.5], [-1000.0, -999.0]], dtype=t, device=d), 1,
+                             desc="large magnitude")],
+            _lse_ref, dtypes=FL, aliases=("Tensor.logsumexp",)),
+    OpEntry("std", ember.std, _stat_samples, _stat_ref(np.std), dtypes=FL, aliases=("Tensor.std",),
+            errors=lambda d: [_e(RuntimeError, "std and var only support floating point and complex dtypes",
+                                 ember.ones(3, dtype=ember.int64, device=d))]),
+    OpEntry("var", ember.var, _stat_samples, _stat_ref(np.var), dtypes=FL, aliases=("Tensor.var",)),
+    OpEntry("std_mean", _tup(ember.std_mean), _stat_samples, _stat_mean_ref(np.std), dtypes=FL),
+    OpEntry("var_mean", _tup(ember.var_mean), _stat_samples, _stat_mean_ref(np.var), dtypes=FL),
+    OpEntry("linalg.vector_norm", ember.linalg.vector_norm, _vnorm_samples, _vnorm_ref, dtypes=FL,
+            errors=lambda d: [_e(RuntimeError, "linalg.vector_norm: Expected a floating point or complex tensor",
+                                 ember.ones(2, dtype=ember.int64, device=d))]),
+    OpEntry("norm", ember.norm,
+            lambda d, t: [_s(make((3, 4), d, t)), _s(make((3, 4), d, t), 1, 1), _s(make((3, 4), d, t), 3, 0, True),
+                          _s(make((3, 4), d, t), "fro"), _s(make((2, 3, 4), d, t, noncontig=True), 2, (1, 2)),
+                          _s(_distinct((3, 4), d, t), float("inf"), 1), _s(make((), d, t, seed=3))],
+            _norm_ref, dtypes=FL, aliases=("Tensor.norm",)),
+    OpEntry("linalg.norm", ember.linalg.norm,
+            lambda d, t: [_s(make((3, 4), d, t)), _s(make((4,), d, t), 1), _s(make((4,), d, t), 3),
+                          _s(make((3, 4), d, t), "fro", (0, 1)), _s(make((3, 4), d, t), 1, (0, 1)),
+                          _s(make((3, 4), d, t), float("inf"), (0, 1)),
+                          _s(make((2, 3, 4), d, t, noncontig=True), None, -1, True),
+                          _s(make((3, 4), d, t), 2, 1)],
+            _lnorm_ref, dtypes=FL),
+    OpEntry("cumsum", ember.cumsum, _cum_samples2, _cum_ref2(np.cumsum), dtypes=FL + ("int64",),
+            aliases=("Tensor.cumsum", "Tensor.cumsum_"),
+            errors=lambda d: [_e(IndexError, "Dimension out of range", make((2, 3), d, ember.float32), 2)]),
+    OpEntry("cumprod", ember.cumprod, _cumprod_samples, _cum_ref2(np.cumprod), dtypes=FL + ("int64",),
+            aliases=("Tensor.cumprod", "Tensor.cumprod_")),
+    OpEntry("trace", ember.trace, _trace_samples, lambda a: np.asarray(np.trace(a)), dtypes=FL + ("int64",),
+            aliases=("Tensor.trace",),
+            errors=lambda d: [_e(RuntimeError, "expected a matrix", make((3,), d, ember.float32))]),
+    OpEntry("argmax", ember.argmax, _arg_samples, _arg_ref(np.argmax), dtypes=FL + ("int64",), grad=False,
+            aliases=("Tensor.argmax",),
+            errors=lambda d: [_e(IndexError, "Dimension out of range", make((2, 3), d, ember.float32), 2),
+                              _e(IndexError, r"argmax\(\): Expected reduction dim to be specified",
+                                 make((0, 3), d, ember.float32))]),
+    OpEntry("argmin", ember.argmin, _arg_samples, _arg_ref(np.argmin), dtypes=FL + ("int64",), grad=False,
+            aliases=("Tensor.argmin",)),
+    OpEntry("all", ember.all, _bool_samples, _bool_ref(np.all), dtypes=FL + ("int64", "bool"), grad=False,
+            aliases=("Tensor.all",)),
+    OpEntry("any", ember.any, _bool_samples, _bool_ref(np.any), dtypes=FL + ("int64", "bool"), grad=False,
+            aliases=("Tensor.any",)),
+    OpEntry("count_nonzero", ember.count_nonzero,
+            lambda d, t: [_s(make((3, 4), d, t)), _s(make((3, 4), d, t), 1),
+                          _s(make((2, 3, 4), d, t, noncontig=True), (0, 2)),
+                          _s(ember.zeros(2, 3, dtype=t, device=d), 0), _s(make((0, 3), d, t))],
+            _cnz_ref, dtypes=FL + ("int64", "bool"), grad=False, aliases=("Tensor.count_nonzero",)),
 ]
