@@ -19,7 +19,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 sys.path.insert(0, HERE)
-from _common import base_parser, fmt_time, pin_threads, print_table, run_torch_worker  # noqa: E402
+from _common import (  # noqa: E402
+    PYPI_TORCH_PYTHON,
+    TORCH_PYTHON,
+    base_parser,
+    fmt_time,
+    pin_threads,
+    print_table,
+    run_torch_worker,
+)
 
 
 def parse_args():
@@ -115,9 +123,9 @@ def worker():
     print(json.dumps(res))
 
 
-def run_torch(names):
+def run_torch(names, python):
     return run_torch_worker([os.path.abspath(__file__), "--worker", "--threads", str(args.threads),
-                             *names], skip=args.no_torch)
+                             *names], skip=args.no_torch, python=python)
 
 
 def main():
@@ -126,15 +134,17 @@ def main():
     print(f"threads: {args.threads} (cores: {os.cpu_count()}); ember {ember.__version__}",
           file=sys.stderr)
     local = run_cases(ember, names, ember.set_num_threads)
-    torch_version, torch_times = run_torch(names)
-    torch_label = f"PyTorch {torch_version}" if torch_version else "PyTorch (not run)"
-    header = ["case", "ember", torch_label, "ember/torch"]
+    pypi_version, pypi_times = run_torch(names, PYPI_TORCH_PYTHON)
+    torch_version, torch_times = run_torch(names, TORCH_PYTHON)  # Debian's, the weaker column
+    pypi_label = f"PyTorch {pypi_version}" if pypi_version else "PyTorch PyPI (not run)"
+    torch_label = f"Debian PyTorch {torch_version}" if torch_version else "Debian PyTorch (not run)"
+    header = ["case", "ember", pypi_label, torch_label, "ember/torch", "ember/debian"]
     rows = []
     for n in names:
-        te, tt = local[n], torch_times.get(n)
-        ratio = f"{te / tt:.2f}x" if te is not None and tt is not None else "n/a"
-        rows.append([n, fmt_time(te), fmt_time(tt), ratio])
-    print_table(f"ember {ember.__version__} | {torch_label} | {args.threads} threads "
+        te, tp, tt = local[n], pypi_times.get(n), torch_times.get(n)
+        r = [f"{te / x:.2f}x" if te is not None and x is not None else "n/a" for x in (tp, tt)]
+        rows.append([n, fmt_time(te), fmt_time(tp), fmt_time(tt), *r])
+    print_table(f"ember {ember.__version__} | {pypi_label} | {torch_label} | {args.threads} threads "
                 f"(small-op cases: 1) | medians after warm-up", header, rows)
     if torch_version and "generic" in torch_version:
         print("note: this PyTorch build calls a reference (unoptimized) BLAS for matmul, so the "

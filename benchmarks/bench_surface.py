@@ -40,6 +40,10 @@ def cases(lib):
         "einsum bhqd,bhkd->bhqk 4x8x128x64": (lambda: (t(4, 8, 128, 64), t(4, 8, 128, 64)),
                                               lambda a, b: lib.einsum("bhqd,bhkd->bhqk", a, b)),
     }
+    out["cdist 1024x64 vs 1024x64 (p=2)"] = (lambda: (t(1024, 64), t(1024, 64)),
+                                             lambda a, b: lib.cdist(a, b))
+    out["cdist batch 8x256x32 vs 8x256x32 (p=1)"] = (lambda: (t(8, 256, 32), t(8, 256, 32)),
+                                                     lambda a, b: lib.cdist(a, b, p=1.0))
     for n in (32, 128, 512):
         out[f"linalg.svd {n}x{n}"] = (lambda n=n: (t(n, n),), lambda a: L.svd(a, full_matrices=False))
         out[f"linalg.solve {n}x{n}, 16 rhs"] = (lambda n=n: (t(n, n, spd=True), t(n, 16)),
