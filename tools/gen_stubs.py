@@ -49,6 +49,12 @@ TENSOR_OPERATORS = (
     | {"__neg__", "__pos__", "__abs__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__",
        "__gt__", "__ge__", "__getitem__"}
 )
+# Functions bound as py::object because `out=` hands back the caller's own tensor object (its
+# identity matters: `ember.zeros(3, out=t) is t`), but that always return a Tensor.
+TENSOR_RETURNING_FUNCTIONS = {
+    "zeros", "ones", "empty", "full", "arange", "range", "linspace", "logspace", "eye", "rand",
+    "randn", "randint", "randperm", "cat", "concat", "concatenate", "stack",
+}
 # Return types of the Python protocols a Python-level method implements.
 PROTOCOL_RETURNS = {
     "__bool__": "bool", "__int__": "int", "__float__": "float", "__index__": "int",
@@ -318,6 +324,8 @@ class Emitter:
                     params = (["self"] if is_method else []) + wp
             r = self.map_type(ret) if ret else "Any"
             if ret and r == "Any" and is_method and name in TENSOR_OPERATORS:
+                r = "Tensor"
+            if ret and r == "Any" and not is_method and name in TENSOR_RETURNING_FUNCTIONS:
                 r = "Tensor"
             if r == "Any" and name in PROTOCOL_RETURNS:
                 r = self.map_type(PROTOCOL_RETURNS[name])
