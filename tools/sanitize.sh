@@ -84,10 +84,17 @@ py_env=(env LD_PRELOAD="$libasan $libstdcxx" PYTHONPATH="$stage"
 
 run_python() {
   # The C++ suite runs below, natively; the notebooks and the fuzz test are their own step.
+  # test_data_workers.py forks DataLoader workers from a process with running threads, and
+  # GCC 12's libasan allocator is not fork-safe: a child forked while another thread holds
+  # its allocator lock deadlocks on its first malloc (seen: a worker blocked forever in
+  # SizeClassAllocator64::GetFromAllocator, the loader waiting on it). glibc's malloc resets
+  # its locks at fork, so the normal suite runs those tests; the code they reach in C++
+  # (shared memory, gather, collate) runs here through tests/test_data.py.
   local xdist=(-p no:xdist)
   [ "$jobs" != 1 ] && xdist=(-n "$jobs")
   "${py_env[@]}" "$py" -m pytest -q -x "${xdist[@]}" -p no:cacheprovider tests \
-    --ignore=tests/test_cpp.py --ignore=tests/test_notebooks.py --ignore=tests/test_fuzz.py
+    --ignore=tests/test_cpp.py --ignore=tests/test_notebooks.py --ignore=tests/test_fuzz.py \
+    --ignore=tests/test_data_workers.py
   say "python suite passed under $sanitize"
 }
 run_cpp() {
