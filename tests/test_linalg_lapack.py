@@ -131,3 +131,48 @@ def test_lu_factor_and_solve(device):
         LA.lu_factor(_t([[1.0, 2.0], [2.0, 4.0]], device))
     with pytest.raises(NotImplementedError, match="lu_factor"):
         LA.lu_factor(A.clone().requires_grad_())[0].sum().backward()
+
+
+# ---- batches on the thread pool (Note [Batched LAPACK]) -------------------------------------
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batched_svd_solve_on_the_pool(threads, device):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((2, 33, 6, 5))
+    sq = rng.standard_normal((2, 33, 5, 5)) + 5 * np.eye(5)
+    b = rng.standard_normal((2, 33, 5, 3))
+    old = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for dt, tol in ((ember.float64, 1e-10), (ember.float32, 1e-4)):
+            A = _t(a, device, dt)
+            U, S, Vh = LA.svd(A, full_matrices=False)
+            np.testing.assert_allclose(S.double().numpy(), np.linalg.svd(a, compute_uv=False), rtol=tol, atol=tol)
+            np.testing.assert_allclose(((U * S.unsqueeze(-2)) @ Vh).double().numpy(), a, rtol=tol, atol=tol)
+            Uf, Sf, Vhf = LA.svd(A, full_matrices=True)
+            assert Uf.shape == (2, 33, 6, 6) and Vhf.shape == (2, 33, 5, 5)
+            np.testing.assert_allclose((Uf.mT @ Uf).double().numpy(),
+                                       np.broadcast_to(np.eye(6), (2, 33, 6, 6)), atol=tol)
+            np.testing.assert_allclose(LA.svdvals(A).double().numpy(), S.double().numpy(), rtol=tol, atol=tol)
+            X = LA.solve(_t(sq, device, dt), _t(b, device, dt))
+            np.testing.assert_allclose(X.double().numpy(), np.linalg.solve(sq, b), rtol=tol, atol=tol)
+            # a batch broadcast against one matrix
+            X1 = LA.solve(_t(sq[0, 0], device, dt), _t(b, device, dt))
+            np.testing.assert_allclose(X1.double().numpy(), np.linalg.solve(sq[0, 0], b), rtol=tol, atol=tol)
+        # the first singular matrix in batch order is the one reported, however the pool split it
+        bad = np.broadcast_to(np.eye(3), (40, 3, 3)).copy()
+        bad[29] = [[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1.0]]
+        bad[35] = 0.0
+        with pytest.raises(LA.LinAlgError, match=r"\(Batch element 29\): The solver failed because the input "
+                                                 r"matrix is singular"):
+            LA.solve(_t(bad, device), _t(np.ones((40, 3, 1)), device))
+    finally:
+        ember.set_num_threads(old)
+
+
+def test_svd_gradients_batched(device):
+    rng = np.random.default_rng(12)
+    a = _t(rng.standard_normal((3, 4, 3)), device).requires_grad_()
+    assert gradcheck(lambda x: LA.svdvals(x), (a,))
+    assert gradcheck(lambda x: LA.solve(x @ x.mT + 3 * ember.eye(4, dtype=ember.float64, device=device),
+                                        x), (a,))

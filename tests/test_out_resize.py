@@ -1,4 +1,5 @@
-"""out= as PyTorch's resize_output (ops/out.h), out= of cat/stack/sort and the factories,
+"""out= as PyTorch's resize_output (ops/out.h), out= of cat/stack, of the (values, indices)
+ops (sort, topk, kthvalue, max, min) and of the factories,
 scatter(reduce=...), grad_fn node hooks and matmul's UnsafeViewBackward0."""
 import warnings
 
@@ -127,13 +128,86 @@ def test_sort_out(device):
     v = ember.empty(0, dtype=ember.float64, device=device)
     i = ember.empty(0, dtype=ember.int64, device=device)
     r = ember.sort(ember.tensor(a, device=device), 1, descending=True, out=(v, i))
-    assert r.values is v and r.indices is i and type(r).__name__ == "sort"
+    assert r.values is v and r.indices is i and type(r) is ember.return_types.sort_out
     np.testing.assert_array_equal(v.cpu().numpy(), -np.sort(-a, 1))
     np.testing.assert_array_equal(i.cpu().numpy(), np.argsort(-a, 1, kind="stable"))
     with pytest.raises(RuntimeError, match="expected out tensor to have dtype int64, but got float64"):
         ember.sort(ember.tensor(a, device=device), out=(v, ember.empty(0, dtype=ember.float64, device=device)))
     with pytest.raises(RuntimeError, match="expected out tensor to have dtype float64, but got int64"):
         ember.sort(ember.tensor(a, device=device), out=(i.clone(), i))
+
+
+# out= of the (values, indices) ops: PyTorch returns torch.return_types.<op>_out, checks the
+# dtypes exactly (values: the input's, indices: int64) and resizes as resize_output.
+_PAIR_OPS = {
+    "sort": (lambda x, **k: ember.sort(x, 1, **k), lambda a: (np.sort(a, 1), np.argsort(a, 1, kind="stable"))),
+    "topk": (lambda x, **k: ember.topk(x, 2, **k),
+             lambda a: (-np.sort(-a, 1)[:, :2], np.argsort(-a, 1, kind="stable")[:, :2])),
+    "kthvalue": (lambda x, **k: ember.kthvalue(x, 2, **k),
+                 lambda a: (np.sort(a, 1)[:, 1], np.argsort(a, 1, kind="stable")[:, 1])),
+    "max": (lambda x, **k: ember.max(x, 1, **k), lambda a: (a.max(1), a.argmax(1))),
+    "min": (lambda x, **k: ember.min(x, 1, **k), lambda a: (a.min(1), a.argmin(1))),
+}
+
+
+@pytest.mark.parametrize("name", list(_PAIR_OPS))
+def test_values_indices_out(name, device):
+    call, ref = _PAIR_OPS[name]
+    a = np.random.default_rng(2).permutation(15).reshape(3, 5).astype(np.float32)
+    x = ember.tensor(a, device=device)
+    ev, ei = ref(a)
+    # an empty out is resized silently; the result is the out tensors in <op>_out
+    v = ember.empty(0, device=device)
+    i = ember.empty(0, dtype=ember.int64, device=device)
+    with silent():
+        r = call(x, out=(v, i))
+    assert type(r) is getattr(ember.return_types, name + "_out")
+    assert type(r).__name__ == name + "_out" and r._fields == ("values", "indices")
+    assert repr(r).startswith(f"ember.return_types.{name}_out(\nvalues=")
+    assert r.values is v and r.indices is i and r[0] is v and r[1] is i
+    np.testing.assert_array_equal(v.cpu().numpy(), ev)
+    np.testing.assert_array_equal(i.cpu().numpy(), ei)
+    # without out=, the plain type
+    assert type(call(x)) is getattr(ember.return_types, name)
+    # an out of the right shape is written in place, a wrong nonempty one resized with the warning
+    v2 = ember.zeros(ev.shape, device=device)
+    i2 = ember.zeros(ev.shape, dtype=ember.int64, device=device)
+    with silent():
+        call(x, out=(v2, i2))
+    np.testing.assert_array_equal(v2.cpu().numpy(), ev)
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+        call(x, out=(ember.zeros(7, device=device), ember.zeros(7, dtype=ember.int64, device=device)))
+    # indices must be int64
+    with pytest.raises(RuntimeError, match="int64"):
+        call(x, out=(ember.empty(0, device=device), ember.empty(0, dtype=ember.int32, device=device)))
+    with pytest.raises(TypeError, match="must be a tuple of two Tensors"):
+        call(x, out=ember.empty(0, device=device))
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        call(x.clone().requires_grad_(), out=(ember.empty(0, device=device),
+                                              ember.empty(0, dtype=ember.int64, device=device)))
+
+
+@pytest.mark.parametrize("name", ["sort", "topk", "kthvalue"])
+def test_values_out_dtype_must_match(name, device):
+    call, _ = _PAIR_OPS[name]
+    x = ember.ones(3, 5, device=device)
+    with pytest.raises(RuntimeError, match="expected out tensor to have dtype float32, but got float64"):
+        call(x, out=(ember.empty(0, dtype=ember.float64, device=device),
+                     ember.empty(0, dtype=ember.int64, device=device)))
+
+
+def test_kthvalue_topk_out_keepdim_and_0d(device):
+    x = ember.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], device=device)
+    v, i = ember.empty(0, device=device), ember.empty(0, dtype=ember.int64, device=device)
+    ember.kthvalue(x, 2, 0, True, out=(v, i))
+    assert tuple(v.shape) == (1, 3)
+    np.testing.assert_array_equal(v.cpu().numpy(), [[3.0, 5.0, 4.0]])
+    np.testing.assert_array_equal(i.cpu().numpy(), [[0, 1, 1]])
+    s = ember.tensor(7.0, device=device)
+    r = ember.topk(s, 1, out=(ember.empty(0, device=device), ember.empty(0, dtype=ember.int64, device=device)))
+    assert r.values.shape == () and r.values.item() == 7.0 and r.indices.item() == 0
+    with pytest.raises(RuntimeError, match="selected number k out of range"):
+        ember.kthvalue(x, 4, out=(v, i))
 
 
 # ---- out= for the factories -----------------------------------------------------------------

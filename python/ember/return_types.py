@@ -8,7 +8,7 @@ __all__ = ["max", "min", "median", "mode", "kthvalue", "sort", "topk", "cummax",
            "aminmax", "var_mean", "std_mean", "frexp", "nanmedian", "svd", "qr", "slogdet",
            "linalg_svd", "linalg_qr", "linalg_eigh", "linalg_slogdet", "linalg_inv_ex",
            "linalg_cholesky_ex", "linalg_lstsq", "histogram",
-           "linalg_lu_factor"]
+           "linalg_lu_factor", "max_out", "min_out", "kthvalue_out", "sort_out", "topk_out"]
 
 
 def _make(name, fields):
@@ -50,3 +50,11 @@ linalg_cholesky_ex = _make("linalg_cholesky_ex", ["L", "info"])
 linalg_lstsq = _make("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 histogram = _make("histogram", ["hist", "bin_edges"])
 linalg_lu_factor = _make("linalg_lu_factor", ["LU", "pivots"])
+
+# The out= overloads return their own types, as torch's (torch.sort(x, out=(v, i)) is a
+# torch.return_types.sort_out).
+max_out = _make("max_out", ["values", "indices"])
+min_out = _make("min_out", ["values", "indices"])
+kthvalue_out = _make("kthvalue_out", ["values", "indices"])
+sort_out = _make("sort_out", ["values", "indices"])
+topk_out = _make("topk_out", ["values", "indices"])

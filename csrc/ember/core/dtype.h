@@ -44,6 +44,9 @@ inline int64_t element_size(DType t) {
 
 /// "float32", "int64", ...
 const char* dtype_name(DType t);
+/// PyTorch's ScalarType name as its messages spell it: "Float", "Long", "Bool", "Half",
+/// "BFloat16", ... (torch's `str(scalar_type)` in C++ errors).
+const char* scalar_type_name(DType t);
 /// PyTorch's legacy tensor-type name used in messages: "ember.FloatTensor".
 std::string legacy_type_name(DType t);
 

@@ -28,11 +28,16 @@ const char* dtype_name(DType t) {
   }
 }
 
+const char* scalar_type_name(DType t) {
+  // In EMBER_FORALL_DTYPES order.
+  static const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
+                                "Long", "Half", "BFloat16", "Float", "Double"};
+  static_assert(sizeof(names) / sizeof(names[0]) == kNumDTypes, "one name per dtype");
+  return int(t) >= 0 && int(t) < kNumDTypes ? names[int(t)] : "?";
+}
+
 std::string legacy_type_name(DType t) {
-  static const char* names[] = {"BoolTensor",  "ByteTensor",  "CharTensor", "ShortTensor",
-                                "IntTensor",   "LongTensor",  "HalfTensor", "BFloat16Tensor",
-                                "FloatTensor", "DoubleTensor"};
-  return std::string("ember.") + names[int(t)];
+  return std::string("ember.") + scalar_type_name(t) + "Tensor";
 }
 
 namespace {

@@ -85,35 +85,52 @@ void svd_raw(const Tensor& A, char jobz, Tensor& Uo, Tensor& So, Tensor& Vho) {
   Shape bs = batch_shape(A);
   int64_t ucols = jobz == 'A' ? m : k, vrows = jobz == 'A' ? n : k;
   So = empty(cat_shape(bs, {k}), A.dtype(), A.device());
-  Tensor ub = jobz == 'N' ? Tensor() : zeros(cat_shape(bs, {ucols, m}), A.dtype(), A.device());
-  Tensor vb = jobz == 'N' ? Tensor() : zeros(cat_shape(bs, {n, vrows}), A.dtype(), A.device());
   if (k == 0) {
+    Tensor ub = jobz == 'N' ? Tensor() : zeros(cat_shape(bs, {ucols, m}), A.dtype(), A.device());
+    Tensor vb = jobz == 'N' ? Tensor() : zeros(cat_shape(bs, {n, vrows}), A.dtype(), A.device());
     if (jobz == 'A') {
       ub = contiguous(expand(eye(m, std::nullopt, A.dtype(), A.device()), cat_shape(bs, {m, m})));
       vb = contiguous(expand(eye(n, std::nullopt, A.dtype(), A.device()), cat_shape(bs, {n, n})));
     }
-  } else {
-    Tensor a = colmajor(A);
-    dispatch_real(A.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* pa = reinterpret_cast<T*>(a.data_ptr());
-      T* ps = reinterpret_cast<T*>(So.data_ptr());
-      T* pu = jobz == 'N' ? nullptr : reinterpret_cast<T*>(ub.data_ptr());
-      T* pv = jobz == 'N' ? nullptr : reinterpret_cast<T*>(vb.data_ptr());
-      T dummy = 0;
-      for (int64_t i = 0; i < batch; ++i) {
-        int info = lp::gesdd<T>(jobz, int(m), int(n), pa + i * m * n, int(m), ps + i * k,
-                                pu ? pu + i * m * ucols : &dummy, int(m),
-                                pv ? pv + i * vrows * n : &dummy, int(std::max<int64_t>(vrows, 1)));
-        if (info > 0)
-          throw LinAlgError(
-              detail::str("linalg.svd: ", batch_prefix(batch, i),
-                          "The algorithm failed to converge because the input matrix is "
-                          "ill-conditioned or has too many repeated singular values (error code: ",
-                          info, ")."));
-      }
-    });
+    if (jobz != 'N') {
+      Uo = mT_(ub);
+      Vho = mT_(vb);
+    }
+    return;
   }
+  // gesdd writes every element of U (m x ucols) and Vt (vrows x n): no zero fill.
+  Tensor ub = jobz == 'N' ? Tensor() : empty(cat_shape(bs, {ucols, m}), A.dtype(), A.device());
+  Tensor vb = jobz == 'N' ? Tensor() : empty(cat_shape(bs, {n, vrows}), A.dtype(), A.device());
+  Tensor a = colmajor(A);
+  std::vector<int> infos(static_cast<size_t>(batch));
+  dispatch_real(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* pa = reinterpret_cast<T*>(a.data_ptr());
+    T* ps = reinterpret_cast<T*>(So.data_ptr());
+    T* pu = jobz == 'N' ? nullptr : reinterpret_cast<T*>(ub.data_ptr());
+    T* pv = jobz == 'N' ? nullptr : reinterpret_cast<T*>(vb.data_ptr());
+    const int ldvt = int(std::max<int64_t>(vrows, 1));
+    // One workspace query for the whole batch (Note [Batched LAPACK]).
+    const int lwork = lp::gesdd_lwork<T>(jobz, int(m), int(n));
+    const size_t liwork = size_t(lp::gesdd_liwork(int(m), int(n)));
+    for_each_matrix(batch, m * n * k, [&](int64_t begin, int64_t end) {
+      std::vector<T> work(static_cast<size_t>(lwork));
+      std::vector<int> iwork(liwork);
+      T dummy = 0;
+      for (int64_t i = begin; i < end; ++i)
+        infos[size_t(i)] =
+            lp::gesdd<T>(jobz, int(m), int(n), pa + i * m * n, int(m), ps + i * k,
+                         pu ? pu + i * m * ucols : &dummy, int(m), pv ? pv + i * vrows * n : &dummy,
+                         ldvt, work.data(), lwork, iwork.data());
+    });
+  });
+  for (int64_t i = 0; i < batch; ++i)
+    if (infos[size_t(i)] > 0)
+      throw LinAlgError(
+          detail::str("linalg.svd: ", batch_prefix(batch, i),
+                      "The algorithm failed to converge because the input matrix is "
+                      "ill-conditioned or has too many repeated singular values (error code: ",
+                      infos[size_t(i)], ")."));
   if (jobz != 'N') {
     Uo = mT_(ub);
     Vho = mT_(vb);

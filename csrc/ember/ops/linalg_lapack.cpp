@@ -34,18 +34,25 @@ Tensor solve_raw(const Tensor& A, const Tensor& Bm, const char* op, const char* 
   int64_t n = rows(A), k = cols(Bm), batch = batch_of(A);
   Tensor a = colmajor(A), b = colmajor(Bm);
   if (n == 0 || k == 0) return mT_(b);
-  std::vector<int> ipiv(static_cast<size_t>(n));
+  std::vector<int> infos(static_cast<size_t>(batch));
   dispatch_real(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* pa = reinterpret_cast<T*>(a.data_ptr());
     T* pb = reinterpret_cast<T*>(b.data_ptr());
-    for (int64_t i = 0; i < batch; ++i) {
-      int info = lp::getrf<T>(int(n), int(n), pa + i * n * n, int(n), ipiv.data());
-      if (info > 0) throw LinAlgError(detail::str(op, ": ", batch_prefix(batch, i), singular_msg));
-      lp::getrs<T>('N', int(n), int(k), pa + i * n * n, int(n), ipiv.data(), pb + i * n * k,
-                   int(n));
-    }
+    for_each_matrix(batch, n * n * (n + k), [&](int64_t begin, int64_t end) {
+      std::vector<int> ipiv(static_cast<size_t>(n));
+      for (int64_t i = begin; i < end; ++i) {
+        int info = lp::getrf<T>(int(n), int(n), pa + i * n * n, int(n), ipiv.data());
+        infos[size_t(i)] = info;
+        if (info == 0)
+          lp::getrs<T>('N', int(n), int(k), pa + i * n * n, int(n), ipiv.data(), pb + i * n * k,
+                       int(n));
+      }
+    });
   });
+  for (int64_t i = 0; i < batch; ++i)
+    if (infos[size_t(i)] > 0)
+      throw LinAlgError(detail::str(op, ": ", batch_prefix(batch, i), singular_msg));
   return mT_(b);
 }
 
@@ -94,7 +101,8 @@ Tensor linalg_solve(const Tensor& A, const Tensor& Bt, bool left) {
   check_input(A, "linalg.solve", true);
   EMBER_CHECK(Bt.dtype() == A.dtype(),
               "linalg.solve: Expected A and B to have the same dtype, but found A of type ",
-              torch_name(A.dtype()), " and B of type ", torch_name(Bt.dtype()), " instead");
+              scalar_type_name(A.dtype()), " and B of type ", scalar_type_name(Bt.dtype()),
+              " instead");
   if (!left) return mT_(linalg_solve(mT_(A), mT_(Bt), true));
   int64_t n = rows(A);
   bool vec = Bt.dim() == 1 || (Bt.dim() == A.dim() - 1 && [&] {

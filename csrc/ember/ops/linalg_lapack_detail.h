@@ -7,8 +7,12 @@
 
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
+#include "ember/backends/cpu/blas.h"
 #include "ember/backends/cpu/lapack.h"
+#include "ember/core/parallel.h"
+#include "ember/ops/factory.h"
 #include "ember/ops/linalg.h"
+#include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
 namespace ember::lapack_detail {
@@ -27,31 +31,6 @@ inline Tensor tdiv(const Tensor& a, const Tensor& b) { return binary(B::div, a, 
 inline Tensor mT_(const Tensor& a) { return transpose(a, -2, -1); }
 inline Tensor negate(const Tensor& a) { return unary(U::neg, a); }
 
-inline const char* torch_name(DType t) {
-  switch (t) {
-    case DType::Bool:
-      return "Bool";
-    case DType::UInt8:
-      return "Byte";
-    case DType::Int8:
-      return "Char";
-    case DType::Int16:
-      return "Short";
-    case DType::Int32:
-      return "Int";
-    case DType::Int64:
-      return "Long";
-    case DType::Float16:
-      return "Half";
-    case DType::BFloat16:
-      return "BFloat16";
-    case DType::Float32:
-      return "Float";
-    default:
-      return "Double";
-  }
-}
-
 inline int64_t rows(const Tensor& a) { return a.sizes()[a.dim() - 2]; }
 inline int64_t cols(const Tensor& a) { return a.sizes()[a.dim() - 1]; }
 
@@ -59,7 +38,7 @@ inline void check_input(const Tensor& A, const char* op, bool square) {
   EMBER_CHECK(A.dim() >= 2, op, ": The input tensor A must have at least 2 dimensions.");
   EMBER_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, op,
               ": Expected a floating point or complex tensor as input. Got ",
-              torch_name(A.dtype()));
+              scalar_type_name(A.dtype()));
   EMBER_CHECK_KIND(ErrorKind::NotImplemented, A.device().is_cpu(), op,
                    ": not implemented for 'CUDA' (ember runs linalg through LAPACK on the CPU)");
   if (square)
@@ -87,7 +66,32 @@ inline Shape cat_shape(Shape s, std::initializer_list<int64_t> tail) {
 }
 
 // A column-major copy: shape (..., cols, rows), contiguous; matrix i starts at i * rows * cols.
-inline Tensor colmajor(const Tensor& a) { return clone(contiguous(mT_(a))); }
+// One copy, always a fresh buffer (LAPACK overwrites it).
+inline Tensor colmajor(const Tensor& a) {
+  Tensor t = mT_(a);
+  Tensor r = empty(t.sizes(), t.dtype(), t.device());
+  copy_(r, t);
+  return r;
+}
+
+// Note [Batched LAPACK]
+// A batch of equal-sized problems runs as chunk(begin, end) over the matrices: on the
+// thread pool with the LAPACK single-threaded (blas::SerialScope) when there is more
+// than one matrix and more than one thread, else inline (where one large matrix keeps
+// OpenBLAS's own threads). Each chunk allocates its workspace once; callers query
+// workspace sizes once per batch and record each matrix's `info`, then raise for the
+// first failing one in batch order, so the error does not depend on the scheduling.
+template <typename F>
+inline void for_each_matrix(int64_t batch, int64_t cost_per_matrix, F&& chunk) {
+  if (batch > 1 && get_num_threads() > 1 && !in_parallel_region()) {
+    cpu::blas::SerialScope serial;
+    const int64_t grain =
+        std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(cost_per_matrix, 1));
+    parallel_for(0, batch, grain, chunk);
+  } else if (batch > 0) {
+    chunk(0, batch);
+  }
+}
 
 template <typename F>
 inline void dispatch_real(DType dt, F f) {

@@ -33,11 +33,6 @@ Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
 
-std::string type_name(DType t) {
-  std::string s = legacy_type_name(t);  // "ember.FloatTensor"
-  return s.substr(6, s.size() - 12);
-}
-
 void check_floating(const Tensor& x, const char* op) {
   EMBER_CHECK(is_floating(x.dtype()), op, "(): expected a floating input, got ",
               dtype_name(x.dtype()));
@@ -46,7 +41,7 @@ void check_floating(const Tensor& x, const char* op) {
 /// Checks nll/cross-entropy shapes with PyTorch's messages.
 void check_class_target(const Tensor& input, const Tensor& target, const char* op) {
   EMBER_CHECK(target.dtype() == DType::Int64, "expected scalar type Long but found ",
-              type_name(target.dtype()), " (", op,
+              scalar_type_name(target.dtype()), " (", op,
               "() with class indices needs an int64 target; for class probabilities pass a "
               "floating target of the input's shape ",
               shape_str(input.sizes()), ")");

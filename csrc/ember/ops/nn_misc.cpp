@@ -5,7 +5,10 @@
 
 #include <cmath>
 
+#include "ember/autograd/derivatives/distance.h"
 #include "ember/autograd/record.h"
+#include "ember/kernels/stubs/distance.h"
+#include "ember/kernels/tensor_iterator.h"
 #include "ember/ops/autocast.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
@@ -25,11 +28,6 @@ Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
 
-std::string type_name(DType t) {
-  std::string s = legacy_type_name(t);
-  return s.substr(6, s.size() - 12);
-}
-
 /// Product of the sizes before the last dim.
 int64_t leading(const Tensor& x, const char* op) {
   int64_t m = 1;
@@ -41,7 +39,8 @@ Tensor flat_indices(const Tensor& indices, int64_t n, const char* op) {
   EMBER_CHECK(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32,
               "Expected tensor for argument #1 'indices' to have one of the following scalar "
               "types: Long, Int; but got ember.",
-              type_name(indices.dtype()), "Tensor instead (while checking arguments for ", op, ")");
+              scalar_type_name(indices.dtype()), "Tensor instead (while checking arguments for ",
+              op, ")");
   Tensor flat = reshape(indices, Shape{indices.numel()});
   if (flat.dtype() != DType::Int64) flat = to_dtype(flat, DType::Int64);
   if (flat.numel() > 0) {
@@ -62,10 +61,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bia
     return linear(c_[0], c_[1], autocast::to_opt(c_[2]));
   }
   EMBER_CHECK(x.dtype() == w.dtype(), "mat1 and mat2 must have the same dtype, but got ",
-              type_name(x.dtype()), " and ", type_name(w.dtype()));
+              scalar_type_name(x.dtype()), " and ", scalar_type_name(w.dtype()));
   if (bias)
     EMBER_CHECK(bias->dtype() == x.dtype(), "linear(): bias must have the input's dtype ",
-                type_name(x.dtype()), ", got ", type_name(bias->dtype()));
+                scalar_type_name(x.dtype()), ", got ", scalar_type_name(bias->dtype()));
   if (w.dim() != 2 || x.dim() < 2) {
     EMBER_CHECK(x.dim() >= 1, "linear(): input must have at least 1 dimension, got a 0-d tensor");
     Tensor r = matmul(x, w.dim() == 2 ? t(w) : w);
@@ -208,7 +207,7 @@ Tensor one_hot(const Tensor& t, int64_t num_classes) {
   EMBER_CHECK(t.dtype() == DType::Int64,
               "one_hot is only applicable to index tensor of type "
               "LongTensor, got ",
-              type_name(t.dtype()));
+              scalar_type_name(t.dtype()));
   int64_t C = num_classes;
   if (t.numel() == 0) {
     EMBER_CHECK(C > 0, "Can not infer total number of classes from empty tensor.");
@@ -240,22 +239,13 @@ Tensor pdist(const Tensor& x, double p) {
   return norm(diff, p, Shape{1}, false);
 }
 
-Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& mode) {
-  EMBER_CHECK(x1.dim() >= 2, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
-  EMBER_CHECK(x2.dim() >= 2, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
-  EMBER_CHECK(x1.sizes().back() == x2.sizes().back(),
-              "X1 and X2 must have the same number of columns. X1: ", x1.sizes().back(),
-              " X2: ", x2.sizes().back());
-  EMBER_CHECK(is_floating(x1.dtype()) && is_floating(x2.dtype()),
-              "cdist only supports floating-point dtypes, X1 got: ", dtype_name(x1.dtype()));
-  EMBER_CHECK(p >= 0, "cdist only supports non-negative p values");
-  EMBER_CHECK(mode == "use_mm_for_euclid_dist_if_necessary" || mode == "use_mm_for_euclid_dist" ||
-                  mode == "donot_use_mm_for_euclid_dist",
-              mode, " is not a valid value for compute_mode");
-  const int64_t P = x1.sizes()[x1.dim() - 2], R = x2.sizes()[x2.dim() - 2];
-  const bool use_mm =
-      p == 2 && (mode == "use_mm_for_euclid_dist" ||
-                 (mode == "use_mm_for_euclid_dist_if_necessary" && (P > 25 || R > 25)));
+DispatchStub<CdistFn> cdist_stub("cdist");
+DispatchStub<EuclideanFinishFn> euclidean_finish_stub("cdist");
+
+namespace {
+
+// The composite cdist of ember ops: the off-CPU path (no fused kernel there yet).
+Tensor cdist_composite(const Tensor& x1, const Tensor& x2, double p, bool use_mm) {
   if (use_mm) {
     // |a|^2 - 2 a.b + |b|^2 through one batched matmul; clamped at 0, and a zero
     // distance gets a zero gradient (the sqrt sees 1 there).
@@ -268,6 +258,89 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& mo
   }
   Tensor diff = minus(unsqueeze(x1, -2), unsqueeze(x2, -3));
   return norm(diff, p, Shape{-1}, false);
+}
+
+/// x (batch..., n, M) broadcast to `batch` and flattened to (B, n, M) in `dt`, contiguous.
+Tensor batched_rows(const Tensor& x, const Shape& batch, int64_t B, DType dt) {
+  const int64_t n = x.sizes()[x.dim() - 2], M = x.sizes()[x.dim() - 1];
+  Shape full = batch;
+  full.push_back(n);
+  full.push_back(M);
+  Tensor r = contiguous(reshape(expand(x, full), Shape{B, n, M}));
+  return r.dtype() == dt ? r : to_dtype(r, dt);
+}
+
+}  // namespace
+
+// PyTorch's cdist (ATen/native/Distance.cpp): p = 2 goes through the matrix product
+// ||x1||^2 + ||x2||^2 - 2 x1 x2^T (one GEMM, then one fused clamp + sqrt pass) when
+// compute_mode asks for it or, by default, when P > 25 or R > 25; every other p (and
+// p = 2 otherwise) runs the direct kernel. The batch dims broadcast. Half and bfloat16
+// compute in float32.
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& mode) {
+  EMBER_CHECK(x1.dim() >= 2, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
+  EMBER_CHECK(x2.dim() >= 2, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
+  EMBER_CHECK(x1.sizes().back() == x2.sizes().back(),
+              "X1 and X2 must have the same number of columns. X1: ", x1.sizes().back(),
+              " X2: ", x2.sizes().back());
+  EMBER_CHECK_VALUE(mode == "use_mm_for_euclid_dist_if_necessary" ||
+                        mode == "use_mm_for_euclid_dist" || mode == "donot_use_mm_for_euclid_dist",
+                    mode, " is not a valid value for compute_mode");
+  EMBER_CHECK(is_floating(x1.dtype()),
+              "cdist only supports floating-point dtypes, X1 got: ", scalar_type_name(x1.dtype()));
+  EMBER_CHECK(is_floating(x2.dtype()),
+              "cdist only supports floating-point dtypes, X2 got: ", scalar_type_name(x2.dtype()));
+  EMBER_CHECK(p >= 0, "cdist only supports non-negative p values");
+  EMBER_CHECK(x1.device() == x2.device(),
+              "X1 and X2 must have the same device type. X1: ", x1.device().str(),
+              " X2: ", x2.device().str());
+  EMBER_CHECK(x1.dtype() == x2.dtype(), "cdist: X1 and X2 must have the same dtype, got ",
+              scalar_type_name(x1.dtype()), " and ", scalar_type_name(x2.dtype()));
+  const int64_t P = x1.sizes()[x1.dim() - 2], R = x2.sizes()[x2.dim() - 2];
+  const int64_t M = x1.sizes().back();
+  const bool use_mm =
+      p == 2 && (mode == "use_mm_for_euclid_dist" ||
+                 (mode == "use_mm_for_euclid_dist_if_necessary" && (P > 25 || R > 25)));
+  if (!x1.device().is_cpu()) return cdist_composite(x1, x2, p, use_mm);
+
+  Shape b1(x1.sizes().begin(), x1.sizes().end() - 2), b2(x2.sizes().begin(), x2.sizes().end() - 2);
+  const Shape batch = broadcast_shapes(b1, b2);
+  int64_t B = 1;
+  for (int64_t s : batch) B = checked_mul(B, s, "cdist");
+  Shape os = batch;
+  os.push_back(P);
+  os.push_back(R);
+  // Any empty input: PyTorch's _cdist_forward (CdistBackward0), whatever p and mode.
+  const bool empty_in = x1.numel() == 0 || x2.numel() == 0;
+
+  autograd::RecordScope scope({&x1, &x2});
+  Tensor out;
+  if (P == 0 || R == 0 || B == 0) {
+    out = empty(os, x1.dtype(), x1.device());
+  } else if (M == 0) {
+    out = zeros(os, x1.dtype(), x1.device());
+  } else {
+    const DType ct = x1.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+    Tensor a = batched_rows(x1, batch, B, ct), b = batched_rows(x2, batch, B, ct);
+    if (use_mm) {
+      Tensor g = contiguous(matmul(a, transpose(b, 1, 2)));  // (B, P, R) = x1 x2^T
+      euclidean_finish_stub.get(x1.device())(g, a, b);
+      out = reshape(g, os);
+    } else {
+      out = empty(os, ct, x1.device());
+      cdist_stub.get(x1.device())(reshape(out, Shape{B, P, R}), a, contiguous(transpose(b, 1, 2)),
+                                  p);
+    }
+    if (ct != x1.dtype()) out = to_dtype(out, x1.dtype());
+  }
+  if (scope.rec) {
+    scope.done();
+    if (use_mm && !empty_in)
+      autograd::record_euclidean_dist(x1, x2, out);
+    else
+      autograd::record_cdist(x1, x2, out, p);
+  }
+  return out;
 }
 
 }  // namespace ember

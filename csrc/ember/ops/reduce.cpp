@@ -24,12 +24,6 @@ DispatchStub<ReduceKernel> scan_stub("cumsum");
 
 namespace {
 
-/// PyTorch's ScalarType name ("Float", "Long", "Bool") for messages that quote it.
-std::string scalar_type_name(DType t) {
-  std::string s = legacy_type_name(t);  // "ember.FloatTensor"
-  return s.substr(6, s.size() - 6 - 6);
-}
-
 /// The reduced dims of one call and the shapes they give.
 struct Plan {
   Shape mask;         // per input dim: 1 if reduced

@@ -26,44 +26,16 @@ DType float_result(const Tensor& a) { return is_floating(a.dtype()) ? a.dtype() 
 
 Tensor as_dtype(const Tensor& a, DType t) { return a.dtype() == t ? a : to_dtype(a, t); }
 
-// PyTorch's scalar type names, as its "not implemented for 'Long'" messages spell them.
-const char* torch_type_name(DType t) {
-  switch (t) {
-    case DType::Bool:
-      return "Bool";
-    case DType::UInt8:
-      return "Byte";
-    case DType::Int8:
-      return "Char";
-    case DType::Int16:
-      return "Short";
-    case DType::Int32:
-      return "Int";
-    case DType::Int64:
-      return "Long";
-    case DType::Float16:
-      return "Half";
-    case DType::BFloat16:
-      return "BFloat16";
-    case DType::Float32:
-      return "Float";
-    case DType::Float64:
-      return "Double";
-    default:
-      return dtype_name(t);
-  }
-}
-
 void floating_only(const char* op, const Tensor& a, const Tensor& b) {
   DType t = result_type(a, b);
   EMBER_CHECK_KIND(ErrorKind::NotImplemented, is_floating(t), "\"", op,
-                   "_cpu\" not implemented for '", torch_type_name(t), "'");
+                   "_cpu\" not implemented for '", scalar_type_name(t), "'");
 }
 
 void integral_only(const char* op, const Tensor& a, const Tensor& b) {
   DType t = result_type(a, b);
   EMBER_CHECK_KIND(ErrorKind::NotImplemented, !is_floating(t) && t != DType::Bool, "\"", op,
-                   "_cpu\" not implemented for '", torch_type_name(t), "'");
+                   "_cpu\" not implemented for '", scalar_type_name(t), "'");
 }
 
 int bits_of(DType t) { return int(element_size(t) * 8); }

@@ -149,7 +149,8 @@ std::pair<const Tensor*, const Tensor*> out_pair_arg(py::handle out, const char*
 /// as PyTorch, dtype checked) and out itself.
 py::object result_or_out(const Tensor& r, py::handle out, const char* op);
 /// Like result_or_out for the (values, indices) ops: out=(values, indices), each resized.
-/// Returns ember.return_types.<name>(values, indices).
+/// Returns ember.return_types.<name>(values, indices), or <name>_out(out...) with out=
+/// (PyTorch's out= overloads return torch.return_types.<name>_out).
 py::object pair_or_out(const char* name, const Tensor& a, const Tensor& b, py::handle out);
 
 /// Python type name of an object, for messages.

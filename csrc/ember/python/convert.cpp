@@ -56,11 +56,12 @@ py::object result_or_out(const Tensor& r, py::handle out, const char* op) {
 
 py::object pair_or_out(const char* name, const Tensor& a, const Tensor& b, py::handle out) {
   auto [oa, ob] = out_pair_arg(out, name);
-  py::object make = py::module_::import("ember.return_types").attr(name);
-  if (!oa) return make(wrap(a), wrap(b));
+  py::module_ types = py::module_::import("ember.return_types");
+  if (!oa) return types.attr(name)(wrap(a), wrap(b));
   write_out(a, *oa, name);
   write_out(b, *ob, name);
-  return make(wrap(*oa), wrap(*ob));
+  // PyTorch's out= overloads return their own type: torch.return_types.sort_out, ...
+  return types.attr((std::string(name) + "_out").c_str())(wrap(*oa), wrap(*ob));
 }
 
 bool as_scalar(py::handle h, Scalar& out) {

@@ -351,13 +351,9 @@ py::object sized_factory(const char* op, const py::args& args, const py::kwargs&
   return kw.finish(t, rg);
 }
 
-const char* legacy_names[] = {"BoolTensor",  "ByteTensor",  "CharTensor", "ShortTensor",
-                              "IntTensor",   "LongTensor",  "HalfTensor", "BFloat16Tensor",
-                              "FloatTensor", "DoubleTensor"};
-
 std::string type_string(const Tensor& t) {
   return std::string(t.device().is_cuda() ? "ember.cuda." : "ember.") +
-         legacy_names[int(t.dtype())];
+         scalar_type_name(t.dtype()) + "Tensor";
 }
 
 // Tensor.type(): the legacy name; Tensor.type(dtype or "ember.FloatTensor"): a conversion.
@@ -373,7 +369,7 @@ py::object tensor_type(const Tensor& self, py::object dtype, py::kwargs) {
       s = s.substr(5);
     }
     for (int i = 0; i < kNumDTypes; ++i) {
-      if (s == legacy_names[i]) {
+      if (s == std::string(scalar_type_name(DType(i))) + "Tensor") {
         Tensor r = to_dtype(self, DType(i));
         if (cuda != r.device().is_cuda())
           r = to_device(r, cuda ? Device(DeviceType::CUDA, 0) : Device());

@@ -1,6 +1,7 @@
 // Bindings of the joining, rearranging and sorting ops (ops/join.h, ops/sort.h):
 // module functions and the Tensor methods PyTorch has for them. The results of
-// sort/topk/kthvalue are named tuples (values, indices) as torch.return_types.
+// sort/topk/kthvalue are ember.return_types named tuples (values, indices), as
+// torch.return_types; their out= forms return <op>_out as PyTorch's do.
 #include "ember/ops/join.h"
 #include "ember/ops/out.h"
 #include "ember/ops/sort.h"
@@ -86,35 +87,23 @@ void check_join_out(const Tensor& r, py::handle out, const char* op) {
                    dtype_name(o->dtype()));
 }
 
-// sort(..., out=(values, indices)): values of the input's dtype, int64 indices.
-py::object sort_out(const std::tuple<Tensor, Tensor>& r, py::handle out) {
-  auto [v, i] = out_pair_arg(out, "sort");
+// sort/topk/kthvalue(..., out=(values, indices)): values of the input's dtype and int64
+// indices (PyTorch's structured-kernel check), each resized as resize_output; the
+// result is ember.return_types.<op>_out as torch's, or <op> without out=.
+py::object values_indices(const char* op, const std::tuple<Tensor, Tensor>& r, py::handle out) {
+  auto [v, i] = out_pair_arg(out, op);
   if (v) {
     for (auto [o, dt] : {std::pair{v, std::get<0>(r).dtype()}, std::pair{i, DType::Int64}})
-      EMBER_CHECK(o->dtype() == dt, "sort(): expected out tensor to have dtype ", dtype_name(dt),
+      EMBER_CHECK(o->dtype() == dt, op, "(): expected out tensor to have dtype ", dtype_name(dt),
                   ", but got ", dtype_name(o->dtype()), " instead");
   }
-  return pair_or_out("sort", std::get<0>(r), std::get<1>(r), out);
+  return pair_or_out(op, std::get<0>(r), std::get<1>(r), out);
 }
 
 }  // namespace
 
 void init_join_sort(py::module_& m) {
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
-
-  // Named result tuples, like torch.return_types.
-  py::object namedtuple = py::module_::import("collections").attr("namedtuple");
-  auto result_type = [&](const char* name) {
-    py::object t = namedtuple(name, py::make_tuple("values", "indices"));
-    t.attr("__module__") = "ember.return_types";
-    return t;
-  };
-  py::object sort_t = result_type("sort"), topk_t = result_type("topk"),
-             kth_t = result_type("kthvalue");
-  m.attr("_sort_return_types") = py::make_tuple(sort_t, topk_t, kth_t);
-  auto pair = [](const py::object& type, const std::tuple<Tensor, Tensor>& r) {
-    return type(wrap(std::get<0>(r)), wrap(std::get<1>(r)));
-  };
 
   // ---- joining ---------------------------------------------------------------------
   for (const char* name : {"cat", "concat", "concatenate"}) {
@@ -195,18 +184,18 @@ void init_join_sort(py::module_& m) {
           py::arg("output_size") = py::none());
 
   // ---- sorting and searching ----------------------------------------------------------------
-  auto sort_py = [sort_t, pair](const Tensor& a, int64_t dim, bool descending, bool stable) {
-    return pair(sort_t, sort(a, dim, descending, stable));
+  const auto none = py::none();
+  auto sort_py = [](const Tensor& a, int64_t dim, bool descending, bool stable) {
+    return values_indices("sort", sort(a, dim, descending, stable), py::none());
   };
   auto argsort_py = [](const Tensor& a, int64_t dim, bool descending, bool stable) {
     return argsort(a, dim, descending, stable);
   };
-  auto topk_py = [topk_t, pair](const Tensor& a, int64_t k, int64_t dim, bool largest,
-                                bool sorted) {
-    return pair(topk_t, topk(a, k, dim, largest, sorted));
+  auto topk_py = [](const Tensor& a, int64_t k, int64_t dim, bool largest, bool sorted) {
+    return values_indices("topk", topk(a, k, dim, largest, sorted), py::none());
   };
-  auto kth_py = [kth_t, pair](const Tensor& a, int64_t k, int64_t dim, bool keepdim) {
-    return pair(kth_t, kthvalue(a, k, dim, keepdim));
+  auto kth_py = [](const Tensor& a, int64_t k, int64_t dim, bool keepdim) {
+    return values_indices("kthvalue", kthvalue(a, k, dim, keepdim), py::none());
   };
   auto unique_py = [](const Tensor& a, bool sorted, bool inv, bool cnt, py::handle dim) {
     return unique_result(unique(a, sorted, inv, cnt, optional_int(dim, "unique", "dim")), inv, cnt);
@@ -222,26 +211,38 @@ void init_join_sort(py::module_& m) {
       else
         m.def(name, f, py::arg("input"), extra...);
     };
-    if (method)
+    if (method) {
       cls.def("sort", sort_py, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
               py::arg("stable") = false);
-    else
+      cls.def("topk", topk_py, py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true,
+              py::arg("sorted") = true);
+      cls.def("kthvalue", kth_py, py::arg("k"), py::arg("dim") = -1, py::arg("keepdim") = false);
+    } else {
       m.def(
           "sort",
-          [sort_t](const Tensor& a, int64_t dim, bool descending, bool stable,
-                   py::handle out) -> py::object {
-            auto r = sort(a, dim, descending, stable);
-            if (out.is_none()) return sort_t(wrap(std::get<0>(r)), wrap(std::get<1>(r)));
-            return sort_out(r, out);
+          [](const Tensor& a, int64_t dim, bool descending, bool stable, py::handle out) {
+            return values_indices("sort", sort(a, dim, descending, stable), out);
           },
           py::arg("input"), py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
-          py::arg("stable") = false, py::arg("out") = py::none());
+          py::arg("stable") = false, py::arg("out") = none);
+      m.def(
+          "topk",
+          [](const Tensor& a, int64_t k, int64_t dim, bool largest, bool sorted, py::handle out) {
+            return values_indices("topk", topk(a, k, dim, largest, sorted), out);
+          },
+          py::arg("input"), py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true,
+          py::arg("sorted") = true, py::kw_only(), py::arg("out") = none);
+      m.def(
+          "kthvalue",
+          [](const Tensor& a, int64_t k, int64_t dim, bool keepdim, py::handle out) {
+            return values_indices("kthvalue", kthvalue(a, k, dim, keepdim), out);
+          },
+          py::arg("input"), py::arg("k"), py::arg("dim") = -1, py::arg("keepdim") = false,
+          py::kw_only(), py::arg("out") = none);
+    }
     def("argsort", argsort_py, py::arg("dim") = -1, py::arg("descending") = false, py::kw_only(),
         py::arg("stable") = false);
     def("msort", &msort);
-    def("topk", topk_py, py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true,
-        py::arg("sorted") = true);
-    def("kthvalue", kth_py, py::arg("k"), py::arg("dim") = -1, py::arg("keepdim") = false);
     def("unique", unique_py, py::arg("sorted") = true, py::arg("return_inverse") = false,
         py::arg("return_counts") = false, py::arg("dim") = py::none());
     def("unique_consecutive", unique_consecutive_py, py::arg("return_inverse") = false,

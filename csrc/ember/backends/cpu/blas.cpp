@@ -153,6 +153,8 @@ void gemm_serial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
 }
 
 bool available() { return symbols().ok; }
+
+void sync_threads() { apply_threads(); }
 bool enabled() { return g_enabled.load(std::memory_order_relaxed) && available(); }
 void set_enabled(bool on) { g_enabled.store(on); }
 

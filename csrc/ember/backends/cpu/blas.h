@@ -43,6 +43,10 @@ void gemv(bool trans, int64_t rows, int64_t cols, float alpha, const float* a, i
 void gemv(bool trans, int64_t rows, int64_t cols, double alpha, const double* a, int64_t lda,
           const double* x, int64_t incx, double beta, double* y, int64_t incy);
 
+/// Applies ember's thread count (set_num_threads) to the library now; the BLAS entry
+/// points do it themselves, the LAPACK wrappers (backends/cpu/lapack.h) call this.
+void sync_threads();
+
 /// Note [BLAS inside parallel_for]
 /// While a SerialScope lives, the BLAS runs single-threaded (its thread count is
 /// set to 1 and restored afterwards), and gemm_serial may then be called from

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "ember/backends/cpu/blas.h"
 #include "ember/core/error.h"
 
 namespace ember::cpu::lapack {
@@ -66,8 +67,11 @@ F need(F f, const char* what) {
 
 bool available() { return fns<double>().getrf && fns<float>().getrf; }
 
+void sync_threads() { blas::sync_threads(); }
+
 template <typename T>
 int getrf(int m, int n, T* a, int lda, int* ipiv) {
+  sync_threads();
   int info = 0;
   need(fns<T>().getrf, "getrf")(&m, &n, a, &lda, ipiv, &info);
   return info;
@@ -80,26 +84,45 @@ int getrs(char trans, int n, int nrhs, const T* a, int lda, const int* ipiv, T* 
 }
 template <typename T>
 int potrf(char uplo, int n, T* a, int lda) {
+  sync_threads();
   int info = 0;
   need(fns<T>().potrf, "potrf")(&uplo, &n, a, &lda, &info, 1);
   return info;
 }
 template <typename T>
-int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, int ldvt) {
+int gesdd_lwork(char jobz, int m, int n) {
   auto f = need(fns<T>().gesdd, "gesdd");
   int info = 0, lwork = -1;
-  int mn = m < n ? m : n;
-  std::vector<int> iwork(size_t(8) * size_t(mn > 0 ? mn : 1));
-  T q = 0;
-  f(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, &q, &lwork, iwork.data(), &info, 1);
-  if (info != 0) return info;
-  lwork = int(q) + 1;
-  std::vector<T> work(static_cast<size_t>(lwork));
-  f(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work.data(), &lwork, iwork.data(), &info, 1);
+  std::vector<int> iwork(static_cast<size_t>(gesdd_liwork(m, n)));
+  T q = 0, dummy = 0;
+  // Leading dimensions as the real call passes them (the query checks them too).
+  const int mn = m < n ? m : n;
+  const int lda = m > 1 ? m : 1;
+  const int ldvt = jobz == 'A' ? (n > 1 ? n : 1) : jobz == 'S' ? (mn > 1 ? mn : 1) : 1;
+  f(&jobz, &m, &n, &dummy, &lda, &dummy, &dummy, &lda, &dummy, &ldvt, &q, &lwork, iwork.data(),
+    &info, 1);
+  EMBER_CHECK(info == 0, "gesdd workspace query failed (info ", info, ")");
+  return int(q) + 1;
+}
+template <typename T>
+int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, int ldvt, T* work,
+          int lwork, int* iwork) {
+  sync_threads();
+  int info = 0;
+  need(fns<T>().gesdd, "gesdd")(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork,
+                                &info, 1);
   return info;
 }
 template <typename T>
+int gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt, int ldvt) {
+  const int lwork = gesdd_lwork<T>(jobz, m, n);
+  std::vector<T> work(static_cast<size_t>(lwork));
+  std::vector<int> iwork(static_cast<size_t>(gesdd_liwork(m, n)));
+  return gesdd<T>(jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work.data(), lwork, iwork.data());
+}
+template <typename T>
 int syevd(char jobz, char uplo, int n, T* a, int lda, T* w) {
+  sync_threads();
   auto f = need(fns<T>().syevd, "syevd");
   int info = 0, lwork = -1, liwork = -1, iq = 0;
   T q = 0;
@@ -114,6 +137,7 @@ int syevd(char jobz, char uplo, int n, T* a, int lda, T* w) {
 }
 template <typename T>
 int geqrf(int m, int n, T* a, int lda, T* tau) {
+  sync_threads();
   auto f = need(fns<T>().geqrf, "geqrf");
   int info = 0, lwork = -1;
   T q = 0;
@@ -126,6 +150,7 @@ int geqrf(int m, int n, T* a, int lda, T* tau) {
 }
 template <typename T>
 int orgqr(int m, int n, int k, T* a, int lda, const T* tau) {
+  sync_threads();
   auto f = need(fns<T>().orgqr, "orgqr");
   int info = 0, lwork = -1;
   T q = 0;
@@ -143,14 +168,16 @@ int trtrs(char uplo, char trans, char diag, int n, int nrhs, const T* a, int lda
   return info;
 }
 
-#define EMBER_LAPACK_INST(T)                                                 \
-  template int getrf<T>(int, int, T*, int, int*);                            \
-  template int getrs<T>(char, int, int, const T*, int, const int*, T*, int); \
-  template int potrf<T>(char, int, T*, int);                                 \
-  template int gesdd<T>(char, int, int, T*, int, T*, T*, int, T*, int);      \
-  template int syevd<T>(char, char, int, T*, int, T*);                       \
-  template int geqrf<T>(int, int, T*, int, T*);                              \
-  template int orgqr<T>(int, int, int, T*, int, const T*);                   \
+#define EMBER_LAPACK_INST(T)                                                           \
+  template int getrf<T>(int, int, T*, int, int*);                                      \
+  template int getrs<T>(char, int, int, const T*, int, const int*, T*, int);           \
+  template int potrf<T>(char, int, T*, int);                                           \
+  template int gesdd<T>(char, int, int, T*, int, T*, T*, int, T*, int);                \
+  template int gesdd_lwork<T>(char, int, int);                                         \
+  template int gesdd<T>(char, int, int, T*, int, T*, T*, int, T*, int, T*, int, int*); \
+  template int syevd<T>(char, char, int, T*, int, T*);                                 \
+  template int geqrf<T>(int, int, T*, int, T*);                                        \
+  template int orgqr<T>(int, int, int, T*, int, const T*);                             \
   template int trtrs<T>(char, char, char, int, int, const T*, int, T*, int);
 EMBER_LAPACK_INST(float)
 EMBER_LAPACK_INST(double)

@@ -1,4 +1,4 @@
-"""Registry entries for the joins, sort and the deterministic factories, each also run
+"""Registry entries for the joins, sort/topk and the deterministic factories, each also run
 through its out= form (ops/out.h: an empty out is resized to the result)."""
 from __future__ import annotations
 
@@ -8,31 +8,13 @@ import ember
 
 from . import OpEntry, Sample
 from ._util import err, make
+from ._util import via_out as _via_out
 
 FL = ("float32", "float64")
 
 
 def _s(*args, desc="", **kwargs):
     return Sample(args, kwargs, desc)
-
-
-def _via_out(fn):
-    """fn, and (when nothing requires grad) fn into an empty out= compared with it."""
-    def call(*args, **kwargs):
-        r = fn(*args, **kwargs)
-        if isinstance(r, tuple) and not r[0].requires_grad:
-            outs = tuple(ember.empty(0, dtype=t.dtype, device=t.device) for t in r)
-            got = fn(*args, out=outs, **kwargs)
-            assert got[0] is outs[0] and got[1] is outs[1]
-            for a, b in zip(outs, r):
-                assert ember.equal(a, b)
-            return r
-        if isinstance(r, tuple) or r.requires_grad:
-            return r
-        o = ember.empty(0, dtype=r.dtype, device=r.device)
-        assert fn(*args, out=o, **kwargs) is o
-        return o
-    return call
 
 
 def _join_samples(d, t):
@@ -52,6 +34,21 @@ def _sort_samples(d, t):
 
 def _sort_ref(a, dim=-1, descending=False):
     idx = np.argsort(-a if descending else a, axis=dim, kind="stable")
+    return np.take_along_axis(a, idx, dim), idx
+
+
+def _topk_samples(d, t):
+    yield _s(make((3, 5), d, t), 2)
+    yield _s(make((4, 6), d, t, seed=4), 3, 0, largest=False, desc="dim 0, smallest")
+    yield _s(make((2, 3, 7), d, t, seed=5, noncontig=True), 1, -1, desc="noncontig")
+    yield _s(make((), d, t, seed=6), 1, desc="0-d")
+
+
+def _topk_ref(a, k, dim=-1, largest=True, sorted=True):
+    if a.ndim == 0:
+        return a.copy(), np.asarray(0)
+    idx = np.argsort(-a if largest else a, axis=dim, kind="stable")
+    idx = np.take(idx, np.arange(k), axis=dim)
     return np.take_along_axis(a, idx, dim), idx
 
 
@@ -91,6 +88,13 @@ ENTRIES = [
             errors=lambda d: [err(RuntimeError, "expected out tensor to have dtype int64",
                                   ember.ones(3, device=d),
                                   out=(ember.empty(0, device=d), ember.empty(0, device=d)))]),
+    OpEntry("topk", _via_out(ember.topk), _topk_samples, _topk_ref, dtypes=FL, aliases=("Tensor.topk",),
+            errors=lambda d: [err(RuntimeError, "expected out tensor to have dtype float32",
+                                  ember.ones(3, device=d), 2,
+                                  out=(ember.empty(0, dtype=ember.float64, device=d),
+                                       ember.empty(0, dtype=ember.int64, device=d))),
+                              err(TypeError, "must be a tuple of two Tensors", ember.ones(3, device=d), 2,
+                                  out=ember.empty(0, device=d))]),
     OpEntry("zeros", _factory(ember.zeros), _fs(2, 3), lambda *s, **_: np.zeros(s), grad=False,
             dtypes=FL + ("int64",), note=_no_grad("zeros"), errors=_out_errors(ember.zeros, 2)),
     OpEntry("ones", _factory(ember.ones), _fs(3), lambda *s, **_: np.ones(s), grad=False,

@@ -26,6 +26,28 @@ def _emb_errors(device):
                     IndexError, "index out of range in self")
 
 
+def _cdist_samples(device, dtype):
+    x = lambda shape, seed: _x(shape, dtype, device, seed)  # noqa: E731
+    yield Sample((x((2, 4, 3), 0), x((2, 5, 3), 1)), {"p": 2.0})
+    yield Sample((x((4, 3), 0), x((30, 3), 1)), {"p": 2.0}, desc="matmul path")
+    yield Sample((x((2, 1, 3, 2), 2), x((3, 27, 2), 3)), {"p": 2.0}, desc="matmul path, broadcast batch")
+    yield Sample((x((4, 3), 0), x((30, 3), 1)), {"p": 2.0, "compute_mode": "donot_use_mm_for_euclid_dist"},
+                 desc="direct p=2")
+    yield Sample((x((3, 4), 0), x((3, 4), 1)), {"p": 2.0, "compute_mode": "use_mm_for_euclid_dist"},
+                 desc="matmul forced")
+    for p in (1.0, 0.5, 3.0, float("inf")):
+        yield Sample((x((2, 3, 4), 4), x((1, 6, 4), 5)), {"p": p}, desc=f"direct p={p}, broadcast batch")
+    yield Sample((x((3, 4), 4).t(), x((5, 3), 5)), {"p": 1.0}, desc="non-contiguous")
+
+
+def _cdist_errors(device):
+    a = ember.ones(3, 2, device=device)
+    yield ErrorCase((a, a), {"compute_mode": "x"}, ValueError, "x is not a valid value for compute_mode")
+    yield ErrorCase((ember.ones(3, 2, dtype=ember.int64, device=device), a), {}, RuntimeError,
+                    "cdist only supports floating-point dtypes, X1 got: Long")
+    yield ErrorCase((a, a, -1.0), {}, RuntimeError, "cdist only supports non-negative p values")
+
+
 def _dist(a, b, p):
     d = np.abs(a - b)
     return d.max(-1) if p == float("inf") else (d**p).sum(-1) ** (1 / p)
@@ -60,13 +82,12 @@ ENTRIES = [
             ref=lambda x, p: np.array([_dist(x[i], x[j], p) for i in range(len(x))
                                        for j in range(i + 1, len(x))]),
             aliases=("nn.functional.pdist",)),
-    OpEntry("cdist", ember.cdist,
-            lambda device, dtype: [Sample((_x((2, 4, 3), dtype, device), _x((2, 5, 3), dtype, device, 1)),
-                                          {"p": 2.0}),
-                                   Sample((_x((4, 3), dtype, device), _x((30, 3), dtype, device, 1)),
-                                          {"p": 2.0}, desc="matmul path")],
-            ref=lambda a, b, p: _dist(a[..., :, None, :], b[..., None, :, :], p),
-            aliases=("nn.functional.cdist",), atol=1e-9),
+    OpEntry("cdist", ember.cdist, _cdist_samples,
+            ref=lambda a, b, p=2.0, compute_mode=None: _dist(a[..., :, None, :], b[..., None, :, :], p),
+            aliases=("nn.functional.cdist",), atol=1e-9, errors=_cdist_errors,
+            low_precision_tol=(1e-3, 1e-4),
+            note="tests/test_cdist.py: every p and mode, empty inputs, zero-distance gradients, "
+                 "PyTorch side by side"),
     OpEntry("nn.functional.normalize", F.normalize,
             lambda device, dtype: [Sample((_x((3, 4), dtype, device),))],
             ref=lambda x: x / np.linalg.norm(x, axis=1, keepdims=True)),

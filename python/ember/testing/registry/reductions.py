@@ -9,6 +9,7 @@ import ember
 
 from . import OpEntry, Sample
 from ._util import err, make
+from ._util import via_out as _via_out
 
 FL = ("float32", "float64")
 
@@ -560,7 +561,7 @@ ENTRIES += [
             aliases=("Tensor.median",),
             errors=lambda d: [_e(IndexError, r"median\(\): Expected reduction dim 0 to have non-zero size",
                                  make((0, 3), d, ember.float32), 0)]),
-    OpEntry("kthvalue", _values(ember.kthvalue),
+    OpEntry("kthvalue", _values(_via_out(ember.kthvalue)),
             lambda d, t: [_s(_distinct((3, 4), d, t), 2), _s(_distinct((3, 4), d, t, 1), 3, 0),
                           _s(_distinct((3, 4), d, t, 2), 1, 1, True),
                           _s(_distinct((2, 3, 4), d, t, 3, noncontig=True), 4, -1),
