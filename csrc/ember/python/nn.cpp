@@ -37,7 +37,7 @@ Reduction reduction_arg(int64_t r) {
 }  // namespace
 
 void init_nn(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
   using py::arg;
   const auto none = py::none();
 
