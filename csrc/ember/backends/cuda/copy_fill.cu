@@ -180,6 +180,8 @@ void register_kernels() {
   copy_stub.fns[cuda] = &copy_kernel;
   fill_stub.fns[cuda] = &fill;
   register_unary_other_kernels();
+  register_unary_float_kernels();
+  register_binary_arith_kernels();
   register_binary_compare_kernels();
   register_reduce_kernels();
   register_blas_kernels();
