@@ -178,7 +178,7 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
   if (beta != 1) soft = div(soft, S(beta));
   return where(big, x, soft);
 }
-Tensor mish(const Tensor& x) { return mul(x, unary(U::tanh, softplus(x, 1, 20))); }
+Tensor mish(const Tensor& x) { return mul(x, unary(U::tanh, composite::softplus(x, 1, 20))); }
 Tensor hardsigmoid(const Tensor& x) {
   return where(le(x, -3), S(0.0), where(ge(x, 3), S(1.0), plus(div(x, S(6.0)), S(0.5))));
 }
