@@ -46,7 +46,7 @@ def _sig(a):
     return 1 / (1 + np.exp(-a))
 
 
-_erf = np.vectorize(math.erf)
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _unary(name, fn, ref, **kw):
