@@ -259,7 +259,7 @@ void activation_backward_typed(TensorIterator& it, Act act, ActParams p, bool is
         const A s = sigmoid_of(x);
         return g * s * (A(1) + x * (A(1) - s));
       });
-    case Act::softplus:  // a = beta, b = threshold
+    case Act::softplus:                                // a = beta, b = threshold
       return binary_loop<T, T>(it, [a, b](A g, A x) {  // g * sigmoid(z): no inf / inf
         const A z = x * a;
         return z > b ? g : g / (A(1) + vec::exp<A>(-z));
