@@ -10,13 +10,24 @@
 #include <limits>
 #include <type_traits>
 
-namespace ember::cpu::vec {
+#include "ember/backends/cpu/capability.h"
+
+// One copy per compiled CPU capability (capability.h), as loops.h: the activation kernels
+// are compiled per instruction set, and a helper shared across those copies would be
+// merged by the linker into one, possibly built for an instruction set the CPU lacks.
+// The float math is forced inline: out of line (as GCC left it in the large activation
+// switch) every element pays a call and the loops do not vectorize.
+#define EMBER_VEC_INLINE inline __attribute__((always_inline))
+
+namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
+namespace vec {
 
 constexpr int kLanes = 16;
 
 /// exp(x) for float within ~2 ulp (Cephes expf); 0 below -87.3 (no denormals), inf
 /// above 88.37, NaN for NaN. Branch-free, so loops calling it vectorize.
-inline float exp_f(float x) {
+EMBER_VEC_INLINE float exp_f(float x) {
   const float lo = -87.3365478515625f, hi = 88.3762626647949f;
   const float xc = std::min(hi, std::max(lo, x));  // NaN -> lo: no NaN reaches the int cast
   // Round to nearest by adding and subtracting 1.5 * 2^23 (|x * log2(e)| < 128 after
@@ -39,7 +50,7 @@ inline float exp_f(float x) {
 
 /// exp in the compute type: the vectorizable float version, libm for double.
 template <typename A>
-inline A exp(A x) {
+EMBER_VEC_INLINE A exp(A x) {
   if constexpr (std::is_same<A, float>::value)
     return exp_f(x);
   else
@@ -48,7 +59,7 @@ inline A exp(A x) {
 
 /// log(x) for float within ~1 ulp (Cephes logf) for finite x > 0 (no denormals);
 /// -inf at 0, NaN below 0 or for NaN, inf at inf. Branch-free.
-inline float log_f(float x) {
+EMBER_VEC_INLINE float log_f(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof(bits));
   float e = float(int32_t((bits >> 23) & 0xffu) - 126);
@@ -73,13 +84,15 @@ inline float log_f(float x) {
   y += -0.5f * z;
   const float r = m + y + 0.693359375f * e;
   const float inf = std::numeric_limits<float>::infinity();
-  return x != x || x < 0 ? std::numeric_limits<float>::quiet_NaN()
-                         : (x == 0 ? -inf : (x == inf ? inf : r));
+  // One compare (NaN fails x >= 0): a combined condition (`||` or `|` of two compares)
+  // mixes mask widths and keeps a caller's loop scalar.
+  const float res = x == 0 ? -inf : (x == inf ? inf : r);
+  return x >= 0 ? res : std::numeric_limits<float>::quiet_NaN();
 }
 
 /// log1p(x) for float, x >= -1: log(u) * x / (u - 1) with u = 1 + x corrects the
 /// rounding of 1 + x (Goldberg); exact x where u rounds to 1. Branch-free.
-inline float log1p_f(float x) {
+EMBER_VEC_INLINE float log1p_f(float x) {
   const float u = 1.0f + x;
   const float d = u - 1.0f;
   const float r = log_f(u) * (x / (d == 0.0f ? 1.0f : d));
@@ -88,7 +101,7 @@ inline float log1p_f(float x) {
 
 /// tanh(x) for float within a few ulp: Cephes' odd polynomial below |x| = 0.625,
 /// 1 - 2 / (exp(2|x|) + 1) with the sign above. Branch-free; NaN for NaN.
-inline float tanh_f(float x) {
+EMBER_VEC_INLINE float tanh_f(float x) {
   const float ax = std::fabs(x);
   const float z = x * x;
   float p = -5.70498872745E-3f;
@@ -103,7 +116,7 @@ inline float tanh_f(float x) {
 
 /// erf(x) for float to ~1.5e-7 absolute (Abramowitz-Stegun 7.1.26, as PyTorch's
 /// vectorized float erf). Branch-free; NaN for NaN.
-inline float erf_f(float x) {
+EMBER_VEC_INLINE float erf_f(float x) {
   const float ax = std::fabs(x);
   const float t = 1.0f / (0.3275911f * ax + 1.0f);
   float r = 1.061405429f;
@@ -117,21 +130,21 @@ inline float erf_f(float x) {
 
 /// The compute-type versions: the vectorizable float ones, libm for double.
 template <typename A>
-inline A log1p(A x) {
+EMBER_VEC_INLINE A log1p(A x) {
   if constexpr (std::is_same<A, float>::value)
     return log1p_f(x);
   else
     return std::log1p(x);
 }
 template <typename A>
-inline A tanh(A x) {
+EMBER_VEC_INLINE A tanh(A x) {
   if constexpr (std::is_same<A, float>::value)
     return tanh_f(x);
   else
     return std::tanh(x);
 }
 template <typename A>
-inline A erf(A x) {
+EMBER_VEC_INLINE A erf(A x) {
   if constexpr (std::is_same<A, float>::value)
     return erf_f(x);
   else
@@ -171,4 +184,6 @@ inline S sum_of(int64_t n, F f) {
   return s;
 }
 
-}  // namespace ember::cpu::vec
+}  // namespace vec
+}  // namespace EMBER_CPU_NS
+}  // namespace ember::cpu
