@@ -103,7 +103,7 @@ py::object values_indices(const char* op, const std::tuple<Tensor, Tensor>& r, p
 }  // namespace
 
 void init_join_sort(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
 
   // ---- joining ---------------------------------------------------------------------
   for (const char* name : {"cat", "concat", "concatenate"}) {
