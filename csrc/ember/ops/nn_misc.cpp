@@ -294,8 +294,9 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& mo
   EMBER_CHECK(x1.device() == x2.device(),
               "X1 and X2 must have the same device type. X1: ", x1.device().str(),
               " X2: ", x2.device().str());
-  EMBER_CHECK(x1.dtype() == x2.dtype(), "cdist: X1 and X2 must have the same dtype, got ",
-              scalar_type_name(x1.dtype()), " and ", scalar_type_name(x2.dtype()));
+  // PyTorch's message for mixed dtypes (its kernels' scalar-type check).
+  EMBER_CHECK(x1.dtype() == x2.dtype(), "cdist: expected scalar type ",
+              scalar_type_name(x1.dtype()), " but found ", scalar_type_name(x2.dtype()));
   const int64_t P = x1.sizes()[x1.dim() - 2], R = x2.sizes()[x2.dim() - 2];
   const int64_t M = x1.sizes().back();
   const bool use_mm =
@@ -335,10 +336,14 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& mo
   }
   if (scope.rec) {
     scope.done();
-    if (use_mm && !empty_in)
+    if (use_mm && !empty_in) {
+      // PyTorch views _euclidean_dist's result to the output shape: the graph is
+      // ViewBackward0 -> EuclideanDistBackward0.
       autograd::record_euclidean_dist(x1, x2, out);
-    else
+      out = view(out, os);
+    } else {
       autograd::record_cdist(x1, x2, out, p);
+    }
   }
   return out;
 }
