@@ -50,6 +50,26 @@ def test_forward_matches_numpy(p, shape, device):
         np.testing.assert_allclose(got32.cpu().numpy(), exp, rtol=2e-5, atol=2e-3 if p == 2 else 1e-5)
 
 
+@pytest.mark.parametrize("p", PS)
+def test_nan_propagates(p, device):
+    # As PyTorch 2.15: a NaN feature makes the row's distances NaN (p = 0 included), except
+    # p = inf, whose running max skips it; an infinite feature gives inf, except on the
+    # matrix-product path (inf - inf there: NaN).
+    a = np.array([[np.nan, 1.0, 2.0], [0.0, 1.0, 2.0], [np.inf, 0.0, 0.0]])
+    b = np.array([[0.0, 1.0, 5.0], [1.0, 1.0, 2.0]])
+    for mode in MODES:
+        got = ember.cdist(t(a, device), t(b, device), p, compute_mode=mode).cpu().numpy()
+        if p == float("inf"):
+            np.testing.assert_array_equal(got[0], [3.0, 0.0])
+        else:
+            assert np.isnan(got[0]).all(), (mode, got)
+        np.testing.assert_allclose(got[1], ref(a[1:2], b, p)[0], rtol=1e-12)
+        if p == 2 and mode == "use_mm_for_euclid_dist":  # 3 x 2: "if necessary" is direct
+            assert np.isnan(got[2]).all(), (mode, got)
+        else:
+            np.testing.assert_array_equal(got[2], [p == 0 and 3.0 or np.inf] * 2)
+
+
 def test_noncontiguous_and_threads(device):
     rng = np.random.default_rng(1)
     a = rng.normal(size=(6, 40, 3)).astype(np.float32)

@@ -25,7 +25,9 @@ constexpr int64_t kBlock = 64;  // output columns accumulated together
 struct PZero {
   template <typename T>
   static T step(T acc, T d, T) {
-    return acc + (d != T(0) ? T(1) : T(0));
+    // PyTorch counts min(ceil(|d|), 1): a NaN difference makes the distance NaN.
+    const T one = d != T(0) ? T(1) : T(0);
+    return acc + (d == d ? one : d);
   }
   template <typename T>
   static T finish(T acc, T) {
