@@ -7,7 +7,8 @@ Cases: Linear 64x784->512 forward and forward+backward; the tutorials' MLP step
 CrossEntropyLoss, batch 64, forward + backward), and the same as a full training
 iteration (zero_grad, forward, loss, backward, SGD step); the "What is torch.nn
 really?" Mnist_CNN training iteration (batch 64, SGD with momentum); fused softmax, cross entropy,
-layer norm and batch norm forward + backward. Both libraries get the same thread
+layer norm and batch norm forward + backward; gelu, silu and softplus on 1M floats,
+forward and forward + backward (the fused activation kernels). Both libraries get the same thread
 count, are warmed up and timed as the median of several samples (_cases.timeit).
 PyTorch runs in a subprocess (this file with --worker) under /work/torchvenv/bin/python
 when present, else Debian's /usr/bin/python3. Columns: median time per call and
@@ -156,6 +157,26 @@ def _batch_norm(lib, nn):
     return step
 
 
+def _activation(name, backward):
+    """F.<name> on 1M float32 elements: forward under no_grad, or forward + backward."""
+    def make(lib, nn):
+        f = getattr(nn.functional, name)
+        x = lib.from_numpy(np.random.default_rng(0).standard_normal(1 << 20, dtype=np.float32))
+        if not backward:
+            def fwd():
+                with lib.no_grad():
+                    return f(x)
+            return fwd
+        x.requires_grad_()
+        g = lib.ones_like(x)
+
+        def step():
+            x.grad = None
+            f(x).backward(g)
+        return step
+    return make
+
+
 CASES = {
     "Linear 64x784->512 forward (no grad)": _linear_fwd,
     "Linear 64x784->512 fwd+bwd": _linear_fwd_bwd,
@@ -166,6 +187,12 @@ CASES = {
     "cross_entropy 256x1000 fwd+bwd": _cross_entropy,
     "LayerNorm(1024) 256 rows fwd+bwd": _layer_norm,
     "BatchNorm2d(64) 64x64x16x16 fwd+bwd": _batch_norm,
+    "gelu 1M float32 forward": _activation("gelu", False),
+    "gelu 1M float32 fwd+bwd": _activation("gelu", True),
+    "silu 1M float32 forward": _activation("silu", False),
+    "silu 1M float32 fwd+bwd": _activation("silu", True),
+    "softplus 1M float32 forward": _activation("softplus", False),
+    "softplus 1M float32 fwd+bwd": _activation("softplus", True),
 }
 
 

@@ -411,12 +411,186 @@ def test_fused_foreach_flags():
     assert opt.param_groups[0]["fused"] is True
 
 
-def test_differentiable_step_is_refused():
+# ---- differentiable=True: the composite path in ember ops --------------------------------
+
+
+def _run_pair(name, opts, device, steps=4, seed=1):
+    """The same steps with the fused kernel and with differentiable=True (plain tensors,
+    so the composite records nothing): returns both optimizers and param lists."""
+    cls = CASES[name][0]
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(s) for s in SHAPES]
+    fused = [ember.tensor(a, dtype=ember.float64, device=device) for a in arrays]
+    comp = [ember.tensor(a, dtype=ember.float64, device=device) for a in arrays]
+    opt_f, opt_c = cls(fused, **opts), cls(comp, differentiable=True, **opts)
+    for _ in range(steps):
+        for pf, pc in zip(fused, comp):
+            g = rng.standard_normal(tuple(pf.shape))
+            pf.grad = ember.tensor(g, dtype=ember.float64, device=device)
+            pc.grad = ember.tensor(g, dtype=ember.float64, device=device)
+        opt_f.step()
+        opt_c.step()
+    return opt_f, fused, opt_c, comp
+
+
+@pytest.mark.parametrize("name,i", ALL, ids=[f"{n}-{i}" for n, i in ALL])
+def test_differentiable_composite_matches_fused(name, i, device):
+    opts = CASES[name][2][i]
+    opt_f, fused, opt_c, comp = _run_pair(name, opts, device)
+    assert opt_c.param_groups[0]["differentiable"] is True
+    for pf, pc in zip(fused, comp):
+        np.testing.assert_allclose(_to_np(pc), _to_np(pf), rtol=1e-10, atol=1e-12)
+        sf, sc = opt_f.state[pf], opt_c.state[pc]
+        assert set(sf) == set(sc)
+        for key in sf:
+            np.testing.assert_allclose(_to_np(sc[key]), _to_np(sf[key]), rtol=1e-10, atol=1e-12,
+                                       err_msg=key)
+        assert sc.get("step") is None or sc["step"].dtype == sf["step"].dtype
+
+
+# One option set per optimizer with every option that changes the update on.
+DIFF_CASES = {
+    "SGD": dict(lr=0.3, momentum=0.9, nesterov=True, weight_decay=0.1, maximize=True),
+    "SGD-damp": dict(lr=0.3, momentum=0.5, dampening=0.3, weight_decay=0.1),
+    "Adam": dict(lr=0.1, amsgrad=True, weight_decay=0.1, maximize=True, betas=(0.5, 0.9)),
+    "Adam-decoupled": dict(lr=0.1, weight_decay=0.1, decoupled_weight_decay=True),
+    "AdamW": dict(lr=0.1, amsgrad=True, weight_decay=0.2),
+    "Adamax": dict(lr=0.1, weight_decay=0.1, maximize=True, betas=(0.5, 0.8)),
+    "NAdam": dict(lr=0.1, weight_decay=0.1, momentum_decay=0.1),
+    "NAdam-decoupled": dict(lr=0.1, weight_decay=0.1, decoupled_weight_decay=True,
+                            maximize=True),
+    "RAdam": dict(lr=0.1, weight_decay=0.1, betas=(0.9, 0.5)),
+    "RAdam-rectified": dict(lr=0.1, weight_decay=0.1, maximize=True),
+    "RAdam-decoupled": dict(lr=0.1, weight_decay=0.1, decoupled_weight_decay=True),
+    "RMSprop": dict(lr=0.1, centered=True, momentum=0.9, alpha=0.5, weight_decay=0.1,
+                    maximize=True),
+    "RMSprop-plain": dict(lr=0.1, alpha=0.5),
+    "Adagrad": dict(lr=0.2, lr_decay=0.5, weight_decay=0.1, maximize=True),
+    "Adadelta": dict(lr=0.5, rho=0.5, weight_decay=0.1),
+}
+
+# The state a step reads, as tensors that require grad (float64, positive where a square
+# root reads them), with the step counters PyTorch keeps.
+def _diff_state(name, opts, rng, shape):
+    base = name.split("-")[0]
+
+    def pos():
+        return ember.tensor(rng.uniform(0.5, 1.5, shape), dtype=ember.float64,
+                            requires_grad=True)
+
+    def any_():
+        return ember.tensor(rng.standard_normal(shape), dtype=ember.float64, requires_grad=True)
+
+    st = {}
+    if base == "SGD":
+        st["momentum_buffer"] = any_()
+    elif base in ("Adam", "AdamW", "Adamax", "NAdam", "RAdam"):
+        # RAdam's rectified branch needs rho_t > 5: step 11 with beta2 = 0.999
+        st["step"] = ember.tensor(10.0 if base == "RAdam" else 2.0)
+        st["exp_avg"] = any_()
+        if base == "Adamax":
+            st["exp_inf"] = pos()
+        else:
+            st["exp_avg_sq"] = pos()
+        if opts.get("amsgrad"):
+            st["max_exp_avg_sq"] = pos()
+        if base == "NAdam":
+            st["mu_product"] = ember.tensor(0.8)
+    elif base == "RMSprop":
+        st["step"] = ember.tensor(2.0)
+        st["square_avg"] = ember.tensor(rng.uniform(2.0, 3.0, shape), dtype=ember.float64,
+                                        requires_grad=True)
+        if opts.get("centered"):
+            st["grad_avg"] = ember.tensor(rng.uniform(-0.5, 0.5, shape), dtype=ember.float64,
+                                          requires_grad=True)
+        if opts.get("momentum"):
+            st["momentum_buffer"] = any_()
+    elif base == "Adagrad":
+        st["step"] = ember.tensor(2.0)
+        st["sum"] = pos()
+    elif base == "Adadelta":
+        st["step"] = ember.tensor(2.0)
+        st["square_avg"] = pos()
+        st["acc_delta"] = pos()
+    return st
+
+
+@pytest.mark.parametrize("name", list(DIFF_CASES))
+def test_differentiable_step_gradcheck(name, device):
+    """d(param after one step, new state) / d(param, grad, old state) by finite differences,
+    as PyTorch's test_optim differentiable tests: the step runs on copies of leaves."""
+    from ember.autograd import gradcheck
+
+    cls = CASES[name.split("-")[0]][0]
+    opts = DIFF_CASES[name]
+    rng = np.random.default_rng(7)
+    shape = (2, 3)
+    p0 = ember.tensor(rng.standard_normal(shape), dtype=ember.float64, requires_grad=True)
+    g0 = ember.tensor(rng.standard_normal(shape), dtype=ember.float64, requires_grad=True)
+    state = _diff_state(name, opts, rng, shape)
+    keys = [k for k, v in state.items() if v.requires_grad]
+
+    def one_step(p, g, *vals):
+        p = p.clone()
+        p.grad = g
+        opt = cls([p], differentiable=True, **opts)
+        st = {k: v.clone() for k, v in state.items()}
+        st.update({k: v.clone() for k, v in zip(keys, vals)})
+        opt.state[p].update(st)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # reading .grad of a non-leaf
+            opt.step()
+        return (p,) + tuple(opt.state[p][k] for k in keys)
+
+    out = one_step(p0, g0, *(state[k] for k in keys))
+    assert out[0].grad_fn is not None
+    assert gradcheck(one_step, (p0, g0, *(state[k] for k in keys)))
+
+
+def test_differentiable_step_through_two_steps(device):
+    """A meta-gradient: d(loss after two SGD-momentum and two Adam steps) / d(learning
+    signal) exists and matches finite differences."""
+    from ember.autograd import gradcheck
+
+    for cls, opts in ((optim.SGD, dict(lr=0.1, momentum=0.9)),
+                      (optim.Adam, dict(lr=0.1, weight_decay=0.1))):
+        w0 = ember.tensor([0.5, -1.0, 2.0], dtype=ember.float64, requires_grad=True)
+        target = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64, requires_grad=True)
+
+        def run(w0, target):
+            # gradcheck evaluates run under no_grad for its finite differences: the inner
+            # grad() needs grad mode and a w that requires grad (not a leaf, which the
+            # in-place update would refuse)
+            with ember.enable_grad():
+                return _two_steps(w0, target)
+
+        def _two_steps(w0, target):
+            w = w0.clone() if w0.requires_grad else w0.detach().requires_grad_().clone()
+            opt = cls([w], differentiable=True, **opts)
+            for _ in range(2):
+                loss = ((w - target) ** 2).sum()
+                (g,) = ember.autograd.grad(loss, (w,), create_graph=True)
+                w.grad = g
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    opt.step()
+            return ((w - target) ** 2).sum()
+
+        assert gradcheck(run, (w0, target))
+
+
+def test_differentiable_leaf_param_errors_like_pytorch(device):
+    # an in-place update of a leaf that requires grad under grad mode is refused
     p = ember.zeros(2, requires_grad=True)
     p.grad = ember.ones(2)
     opt = optim.SGD([p], lr=0.1, differentiable=True)
-    with pytest.raises(NotImplementedError, match="differentiable=True"):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         opt.step()
+    # without differentiable the fused step runs under no_grad
+    q = ember.zeros(2, requires_grad=True)
+    q.grad = ember.ones(2)
+    optim.SGD([q], lr=0.1).step()
+    assert q.tolist() == pytest.approx([-0.1, -0.1]) and q.grad_fn is None
 
 
 def test_fused_kernel_errors():

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The sanitizer pass: builds ember with AddressSanitizer + UndefinedBehaviorSanitizer
-# (CUDA off, -O1 -g, no LTO, ccache) into build/sanitize, then runs
+# (CUDA off, -O1 -g1 (line tables), no LTO, ccache) into build/sanitize, then runs
 #   1. the Python suite, single process or `-n 2` (EMBER_SANITIZE_JOBS), against that
 #      build (staged in build/sanitize/stage, libasan preloaded into python);
 #   2. the GoogleTest suite built with the sanitizers, LeakSanitizer on;

@@ -1,12 +1,13 @@
-// Activation front-ends: the parametrized elementwise activations (composites of
-// the elementwise ops, so they differentiate to any order) and the fused softmax /
-// log_softmax. Each `name_` in-place form follows Note [In-place ops under autograd].
+// Activation front-ends: the fused pointwise activations (one kernel each, PyTorch's
+// node names, differentiable to any order) and the fused softmax / log_softmax.
+// Each `name_` in-place form follows Note [In-place ops under autograd].
 #pragma once
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "ember/core/tensor.h"
+#include "ember/kernels/stubs/nn_activation.h"
 
 namespace ember {
 
@@ -36,6 +37,28 @@ Tensor threshold(const Tensor& x, double threshold, double value);
 Tensor prelu(const Tensor& x, const Tensor& weight);
 /// a * sigmoid(b) for the two halves a, b of x along `dim`.
 Tensor glu(const Tensor& x, int64_t dim = -1);
+
+/// In place, with PyTorch's nodes: elu_ / selu_ (EluBackward1), celu_ (CeluBackward1),
+/// leaky_relu_ (LeakyReluBackward1) and threshold_ (ThresholdBackward1) save the result
+/// (a negative alpha / slope then raises in backward, as PyTorch); the others save a
+/// copy of the input.
+const Tensor& hardtanh_(const Tensor& x, double min_val = -1, double max_val = 1);
+const Tensor& relu6_(const Tensor& x);
+const Tensor& leaky_relu_(const Tensor& x, double negative_slope = 0.01);
+const Tensor& elu_(const Tensor& x, double alpha = 1, double scale = 1, double input_scale = 1);
+const Tensor& selu_(const Tensor& x);
+const Tensor& celu_(const Tensor& x, double alpha = 1);
+const Tensor& silu_(const Tensor& x);
+const Tensor& mish_(const Tensor& x);
+const Tensor& hardsigmoid_(const Tensor& x);
+const Tensor& hardswish_(const Tensor& x);
+const Tensor& threshold_(const Tensor& x, double threshold, double value);
+
+/// grad * act'(x), the fused first derivative (x: the forward's result when
+/// `is_result`). Records PyTorch's *BackwardBackward0 node under create_graph
+/// (silu / mish: the formula in recorded ops, as PyTorch's MulBackward0).
+Tensor activation_backward(Act act, const Tensor& grad, const Tensor& x, ActParams p,
+                           bool is_result = false);
 
 /// Applies the out-of-place activation `name` to `self` in place.
 const Tensor& activation_(const Tensor& self, const char* name,

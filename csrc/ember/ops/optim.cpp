@@ -153,13 +153,41 @@ std::vector<double> advance_steps(const TensorList& steps) {
   return out;
 }
 
+/// One state list of a step: its name (for errors), the list, and whether the step uses
+/// it (an unused one is ignored, e.g. max_exp_avg_sqs without amsgrad).
+struct StateArg {
+  const char* name;
+  const TensorList& list;
+  bool used = true;
+};
+
+/// The plumbing every fused step shares: validates params, grads and the state lists
+/// (state[k] <- states[k]) and the scalar lists (step counters last), advances the step
+/// counters, runs the kernel with `make_args(new step values)` and writes back / bumps
+/// the versions of everything written.
+template <typename Args, typename MakeArgs>
+void fused_step(const char* op, const DispatchStub<OptimKernel<Args>>& stub,
+                const TensorList& params, const TensorList& grads,
+                std::initializer_list<StateArg> states,
+                std::initializer_list<std::pair<const char*, const TensorList*>> scalars,
+                const TensorList* steps, MakeArgs&& make_args) {
+  StepLists lists(op, params, grads);
+  int k = 0;
+  for (const StateArg& s : states) lists.state(k++, s.name, s.list, s.used);
+  for (const auto& [name, list] : scalars) lists.check_scalars(name, *list);
+  if (steps) lists.check_scalars("state_steps", *steps);
+  if (params.empty()) return;
+  const Args args = make_args(steps ? advance_steps(*steps) : std::vector<double>());
+  stub.get(lists.device())(lists.tensors(), args);
+  lists.finish();
+}
+
 }  // namespace
 
 TensorList sgd_step_(const TensorList& params, const TensorList& grads,
                      const std::vector<std::optional<Tensor>>& momentum_buffers, double lr,
                      double momentum, double dampening, double weight_decay, bool nesterov,
                      bool maximize) {
-  StepLists lists("sgd_step_", params, grads);
   SgdArgs a{lr, momentum, dampening, weight_decay, nesterov, maximize, {}};
   TensorList bufs;
   if (momentum != 0) {
@@ -169,14 +197,15 @@ TensorList sgd_step_(const TensorList& params, const TensorList& grads,
     a.first.resize(params.size());
     for (size_t i = 0; i < params.size(); ++i) {
       a.first[i] = !momentum_buffers[i].has_value() || !momentum_buffers[i]->defined();
-      bufs.push_back(a.first[i] ? empty(params[i].sizes(), params[i].dtype(), params[i].device())
-                                : *momentum_buffers[i]);
+      // an undefined param gets no buffer: fused_step raises naming it
+      bufs.push_back(!a.first[i] ? *momentum_buffers[i]
+                     : params[i].defined()
+                         ? empty(params[i].sizes(), params[i].dtype(), params[i].device())
+                         : Tensor());
     }
-    lists.state(0, "momentum_buffers", bufs, true);
   }
-  if (params.empty()) return bufs;
-  sgd_step_stub.get(lists.device())(lists.tensors(), a);
-  lists.finish();
+  fused_step("sgd_step_", sgd_step_stub, params, grads, {{"momentum_buffers", bufs, momentum != 0}},
+             {}, nullptr, [&](const std::vector<double>&) { return a; });
   return bufs;
 }
 
@@ -184,33 +213,31 @@ void adam_step_(const TensorList& params, const TensorList& grads, const TensorL
                 const TensorList& exp_avg_sqs, const TensorList& max_exp_avg_sqs,
                 const TensorList& state_steps, double lr, double beta1, double beta2,
                 double weight_decay, double eps, bool amsgrad, bool maximize, bool decoupled) {
-  StepLists lists("adam_step_", params, grads);
-  lists.state(0, "exp_avgs", exp_avgs, true);
-  lists.state(1, "exp_avg_sqs", exp_avg_sqs, true);
-  lists.state(2, "max_exp_avg_sqs", max_exp_avg_sqs, amsgrad);
-  lists.check_scalars("state_steps", state_steps);
-  if (params.empty()) return;
-  AdamArgs a{lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled, {}, {}};
-  for (double step : advance_steps(state_steps)) {
-    a.step_size.push_back(lr / (1 - std::pow(beta1, step)));
-    a.bc2_sqrt.push_back(std::sqrt(1 - std::pow(beta2, step)));
-  }
-  adam_step_stub.get(lists.device())(lists.tensors(), a);
-  lists.finish();
+  fused_step("adam_step_", adam_step_stub, params, grads,
+             {{"exp_avgs", exp_avgs},
+              {"exp_avg_sqs", exp_avg_sqs},
+              {"max_exp_avg_sqs", max_exp_avg_sqs, amsgrad}},
+             {}, &state_steps, [&](const std::vector<double>& steps) {
+               AdamArgs a{lr,      beta1,    beta2,     eps, weight_decay,
+                          amsgrad, maximize, decoupled, {},  {}};
+               for (double step : steps) {
+                 a.step_size.push_back(lr / (1 - std::pow(beta1, step)));
+                 a.bc2_sqrt.push_back(std::sqrt(1 - std::pow(beta2, step)));
+               }
+               return a;
+             });
 }
 
 void adamax_step_(const TensorList& params, const TensorList& grads, const TensorList& exp_avgs,
                   const TensorList& exp_infs, const TensorList& state_steps, double lr,
                   double beta1, double beta2, double weight_decay, double eps, bool maximize) {
-  StepLists lists("adamax_step_", params, grads);
-  lists.state(0, "exp_avgs", exp_avgs, true);
-  lists.state(1, "exp_infs", exp_infs, true);
-  lists.check_scalars("state_steps", state_steps);
-  if (params.empty()) return;
-  AdamaxArgs a{beta1, beta2, eps, weight_decay, maximize, {}};
-  for (double step : advance_steps(state_steps)) a.clr.push_back(lr / (1 - std::pow(beta1, step)));
-  adamax_step_stub.get(lists.device())(lists.tensors(), a);
-  lists.finish();
+  fused_step("adamax_step_", adamax_step_stub, params, grads,
+             {{"exp_avgs", exp_avgs}, {"exp_infs", exp_infs}}, {}, &state_steps,
+             [&](const std::vector<double>& steps) {
+               AdamaxArgs a{beta1, beta2, eps, weight_decay, maximize, {}};
+               for (double step : steps) a.clr.push_back(lr / (1 - std::pow(beta1, step)));
+               return a;
+             });
 }
 
 void nadam_step_(const TensorList& params, const TensorList& grads, const TensorList& exp_avgs,
@@ -218,93 +245,78 @@ void nadam_step_(const TensorList& params, const TensorList& grads, const Tensor
                  const TensorList& state_steps, double lr, double beta1, double beta2,
                  double weight_decay, double eps, double momentum_decay, bool decoupled,
                  bool maximize) {
-  StepLists lists("nadam_step_", params, grads);
-  lists.state(0, "exp_avgs", exp_avgs, true);
-  lists.state(1, "exp_avg_sqs", exp_avg_sqs, true);
-  lists.check_scalars("mu_products", mu_products);
-  lists.check_scalars("state_steps", state_steps);
-  if (params.empty()) return;
-  NAdamArgs a{lr, beta1, beta2, eps, weight_decay, maximize, decoupled, {}, {}, {}};
-  std::vector<double> steps = advance_steps(state_steps);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    double step = steps[i];
-    double mu = beta1 * (1.0 - 0.5 * std::pow(0.96, step * momentum_decay));
-    double mu_next = beta1 * (1.0 - 0.5 * std::pow(0.96, (step + 1) * momentum_decay));
-    double mu_product = mul_scalar(mu_products[i], mu);
-    a.bc2.push_back(1 - std::pow(beta2, step));
-    a.coef_grad.push_back(-lr * (1.0 - mu) / (1.0 - mu_product));
-    a.coef_avg.push_back(-lr * mu_next / (1.0 - mu_product * mu_next));
-  }
-  nadam_step_stub.get(lists.device())(lists.tensors(), a);
-  lists.finish();
+  fused_step("nadam_step_", nadam_step_stub, params, grads,
+             {{"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}},
+             {{"mu_products", &mu_products}}, &state_steps, [&](const std::vector<double>& steps) {
+               NAdamArgs a{lr, beta1, beta2, eps, weight_decay, maximize, decoupled, {}, {}, {}};
+               for (size_t i = 0; i < steps.size(); ++i) {
+                 double step = steps[i];
+                 double mu = beta1 * (1.0 - 0.5 * std::pow(0.96, step * momentum_decay));
+                 double mu_next = beta1 * (1.0 - 0.5 * std::pow(0.96, (step + 1) * momentum_decay));
+                 double mu_product = mul_scalar(mu_products[i], mu);
+                 a.bc2.push_back(1 - std::pow(beta2, step));
+                 a.coef_grad.push_back(-lr * (1.0 - mu) / (1.0 - mu_product));
+                 a.coef_avg.push_back(-lr * mu_next / (1.0 - mu_product * mu_next));
+               }
+               return a;
+             });
 }
 
 void radam_step_(const TensorList& params, const TensorList& grads, const TensorList& exp_avgs,
                  const TensorList& exp_avg_sqs, const TensorList& state_steps, double lr,
                  double beta1, double beta2, double weight_decay, double eps, bool decoupled,
                  bool maximize) {
-  StepLists lists("radam_step_", params, grads);
-  lists.state(0, "exp_avgs", exp_avgs, true);
-  lists.state(1, "exp_avg_sqs", exp_avg_sqs, true);
-  lists.check_scalars("state_steps", state_steps);
-  if (params.empty()) return;
-  RAdamArgs a{lr, beta1, beta2, eps, weight_decay, maximize, decoupled, {}, {}, {}};
-  const double rho_inf = 2 / (1 - beta2) - 1;
-  for (double step : advance_steps(state_steps)) {
-    double bc1 = 1 - std::pow(beta1, step), bc2 = 1 - std::pow(beta2, step);
-    double rho_t = rho_inf - 2 * step * std::pow(beta2, step) / bc2;
-    a.bc1.push_back(bc1);
-    a.bc2_sqrt.push_back(std::sqrt(bc2));
-    a.rect.push_back(rho_t > 5.0 ? std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
-                                             ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-                                 : 0.0);
-  }
-  radam_step_stub.get(lists.device())(lists.tensors(), a);
-  lists.finish();
+  fused_step("radam_step_", radam_step_stub, params, grads,
+             {{"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}}, {}, &state_steps,
+             [&](const std::vector<double>& steps) {
+               RAdamArgs a{lr, beta1, beta2, eps, weight_decay, maximize, decoupled, {}, {}, {}};
+               const double rho_inf = 2 / (1 - beta2) - 1;
+               for (double step : steps) {
+                 double bc1 = 1 - std::pow(beta1, step), bc2 = 1 - std::pow(beta2, step);
+                 double rho_t = rho_inf - 2 * step * std::pow(beta2, step) / bc2;
+                 a.bc1.push_back(bc1);
+                 a.bc2_sqrt.push_back(std::sqrt(bc2));
+                 a.rect.push_back(rho_t > 5.0 ? std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
+                                                          ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                                              : 0.0);
+               }
+               return a;
+             });
 }
 
 void rmsprop_step_(const TensorList& params, const TensorList& grads, const TensorList& square_avgs,
                    const TensorList& grad_avgs, const TensorList& momentum_buffers,
                    const TensorList& state_steps, double lr, double alpha, double eps,
                    double weight_decay, double momentum, bool centered, bool maximize) {
-  StepLists lists("rmsprop_step_", params, grads);
-  lists.state(0, "square_avgs", square_avgs, true);
-  lists.state(1, "momentum_buffers", momentum_buffers, momentum > 0);
-  lists.state(2, "grad_avgs", grad_avgs, centered);
-  lists.check_scalars("state_steps", state_steps);
-  if (params.empty()) return;
-  advance_steps(state_steps);
-  rmsprop_step_stub.get(lists.device())(
-      lists.tensors(), RmspropArgs{lr, alpha, eps, weight_decay, momentum, centered, maximize});
-  lists.finish();
+  fused_step("rmsprop_step_", rmsprop_step_stub, params, grads,
+             {{"square_avgs", square_avgs},
+              {"momentum_buffers", momentum_buffers, momentum > 0},
+              {"grad_avgs", grad_avgs, centered}},
+             {}, &state_steps, [&](const std::vector<double>&) {
+               return RmspropArgs{lr, alpha, eps, weight_decay, momentum, centered, maximize};
+             });
 }
 
 void adagrad_step_(const TensorList& params, const TensorList& grads, const TensorList& state_sums,
                    const TensorList& state_steps, double lr, double lr_decay, double weight_decay,
                    double eps, bool maximize) {
-  StepLists lists("adagrad_step_", params, grads);
-  lists.state(0, "state_sums", state_sums, true);
-  lists.check_scalars("state_steps", state_steps);
-  if (params.empty()) return;
-  AdagradArgs a{eps, weight_decay, maximize, {}};
-  for (double step : advance_steps(state_steps)) a.clr.push_back(lr / (1 + (step - 1) * lr_decay));
-  adagrad_step_stub.get(lists.device())(lists.tensors(), a);
-  lists.finish();
+  fused_step("adagrad_step_", adagrad_step_stub, params, grads, {{"state_sums", state_sums}}, {},
+             &state_steps, [&](const std::vector<double>& steps) {
+               AdagradArgs a{eps, weight_decay, maximize, {}};
+               for (double step : steps) a.clr.push_back(lr / (1 + (step - 1) * lr_decay));
+               return a;
+             });
 }
 
 void adadelta_step_(const TensorList& params, const TensorList& grads,
                     const TensorList& square_avgs, const TensorList& acc_deltas,
                     const TensorList& state_steps, double lr, double rho, double eps,
                     double weight_decay, bool maximize) {
-  StepLists lists("adadelta_step_", params, grads);
-  lists.state(0, "square_avgs", square_avgs, true);
-  lists.state(1, "acc_deltas", acc_deltas, true);
-  lists.check_scalars("state_steps", state_steps);
-  if (params.empty()) return;
-  advance_steps(state_steps);
-  adadelta_step_stub.get(lists.device())(lists.tensors(),
-                                         AdadeltaArgs{lr, rho, eps, weight_decay, maximize});
-  lists.finish();
+  fused_step("adadelta_step_", adadelta_step_stub, params, grads,
+             {{"square_avgs", square_avgs}, {"acc_deltas", acc_deltas}}, {}, &state_steps,
+             [&](const std::vector<double>&) {
+               return AdadeltaArgs{lr, rho, eps, weight_decay, maximize};
+             });
 }
 
 }  // namespace ember

@@ -275,13 +275,8 @@ Tensor grad_of(const Tensor& t) {
   return m ? m->grad : Tensor();
 }
 
-}  // namespace
-
-void init_autograd(py::module_& m) {
-  autograd::python_location_hook = &python_location;
-  autograd::anomaly_record_hook = &anomaly_record;
-  autograd::anomaly_report_hook = &anomaly_report;
-
+// Graph nodes as Python objects (Note [Node types]) and hook handles.
+void bind_nodes(py::module_& m) {
   py::class_<HookHandle>(m, "_HookHandle").def("remove", &HookHandle::remove);
 
   py::class_<PyNode, std::unique_ptr<PyNode, PyNodeDeleter>>(m, "_Node")
@@ -375,11 +370,14 @@ void init_autograd(py::module_& m) {
            })
       .def("__hash__",
            [](const PyNode& n) { return reinterpret_cast<intptr_t>(n.node.get()) >> 4; });
+}
 
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
-  cls.def_property(
-         "requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },
-         [](const Tensor& t, bool on) { autograd::set_requires_grad(t, on); })
+// Tensor.requires_grad / is_leaf / grad / grad_fn and the view/inference queries.
+void bind_tensor_grad_state(py::module_& m) {
+  tensor_class(m)
+      .def_property(
+          "requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },
+          [](const Tensor& t, bool on) { autograd::set_requires_grad(t, on); })
       .def(
           "requires_grad_",
           [](py::handle self, bool on) {
@@ -441,11 +439,15 @@ void init_autograd(py::module_& m) {
                                return bool(m && m->is_view);
                              })
       .def("is_inference", [](const Tensor& t) { return t.impl()->inference; })
-      .def_property_readonly("retains_grad",
-                             [](const Tensor& t) {
-                               auto* m = autograd::meta(t);
-                               return bool(m && m->retains_grad);
-                             })
+      .def_property_readonly("retains_grad", [](const Tensor& t) {
+        auto* m = autograd::meta(t);
+        return bool(m && m->retains_grad);
+      });
+}
+
+// Tensor.retain_grad / register_hook / detach / detach_ / data.
+void bind_tensor_hooks_and_data(py::module_& m) {
+  tensor_class(m)
       .def("retain_grad",
            [](const Tensor& t) {
              EMBER_CHECK(autograd::requires_grad(t),
@@ -513,7 +515,6 @@ void init_autograd(py::module_& m) {
           },
           [](const Tensor& t, const Tensor& src) {
             // Replace the data in place without touching autograd metadata (as `x.data = y`).
-            EMBER_CHECK(src.dtype() == t.dtype() || true, "data: dtype mismatch");
             // As torch's set_data: a cached AccumulateGrad (kept alive by an old graph) records
             // the leaf's dtype/device/shape, so drop it when they change (Module.double(), .to()).
             if (auto* m = autograd::meta(t)) {
@@ -530,7 +531,10 @@ void init_autograd(py::module_& m) {
             dst->dtype = src.dtype();
             dst->version = src.impl()->version;
           });
+}
 
+// The engine entry points behind ember.autograd.backward and ember.autograd.grad.
+void bind_engine(py::module_& m) {
   m.def("_autograd_backward", [](py::handle tensors, py::handle grads, bool keep_graph,
                                  bool create_graph, py::handle inputs) {
     std::vector<Tensor> roots = tensor_list(tensors, "tensors");
@@ -609,7 +613,10 @@ void init_autograd(py::module_& m) {
     }
     return r;
   });
+}
 
+// Grad mode, inference mode and anomaly mode switches.
+void bind_modes(py::module_& m) {
   m.def("is_grad_enabled", [] { return autograd::grad_enabled(); });
   m.def("_set_grad_enabled", [](bool on) { autograd::set_grad_enabled(on); });
   m.def("_grad_mode_raw", [] {
@@ -623,8 +630,11 @@ void init_autograd(py::module_& m) {
         [](bool on, bool check_nan) { autograd::set_anomaly_enabled(on, check_nan); });
   m.def("is_anomaly_enabled", [] { return autograd::anomaly_enabled(); });
   m.def("is_anomaly_check_nan_enabled", [] { return autograd::anomaly_check_nan(); });
+}
 
-  // ember.autograd.Function support: builds the node after forward ran.
+// ember.autograd.Function support: builds the node after forward ran, plus the saved-
+// tensor version checks.
+void bind_function_support(py::module_& m) {
   m.def("_function_record",
         [](const std::string& name, py::object backward, py::object on_release, py::list inputs,
            py::list outputs, py::list non_differentiable, py::list dirty, bool materialize) {
@@ -691,6 +701,20 @@ void init_autograd(py::module_& m) {
     // An alias sharing data and version counter, keeping autograd metadata (for saved outputs).
     return t;
   });
+}
+
+}  // namespace
+
+void init_autograd(py::module_& m) {
+  autograd::python_location_hook = &python_location;
+  autograd::anomaly_record_hook = &anomaly_record;
+  autograd::anomaly_report_hook = &anomaly_report;
+  bind_nodes(m);
+  bind_tensor_grad_state(m);
+  bind_tensor_hooks_and_data(m);
+  bind_engine(m);
+  bind_modes(m);
+  bind_function_support(m);
 }
 
 }  // namespace ember::python

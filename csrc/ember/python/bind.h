@@ -135,6 +135,10 @@ std::optional<DType> optional_dtype(py::handle h, const char* op = "dtype");
 Device device_arg(py::handle h);
 std::optional<Device> optional_device(py::handle h);
 /// Python objects for dtypes, devices and ember.Size.
+/// The already-registered ember._C.Tensor class, for binding files that add methods to it.
+inline py::class_<Tensor> tensor_class(py::module_& m) {
+  return py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+}
 py::object dtype_object(DType t);
 py::object size_object(const Shape& s);
 py::object device_object(Device d);

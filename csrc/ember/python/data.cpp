@@ -12,7 +12,7 @@ namespace ember::python {
 
 void init_data(py::module_& m) {
   using namespace ember::data;
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
   cls.def(
       "share_memory_",
       [](py::object self) {

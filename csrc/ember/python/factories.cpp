@@ -605,7 +605,7 @@ void bind_ranges(py::module_& m) {
 
 // The dtype conversions (float(), long(), type(), ...) and Tensor.new_*.
 void bind_tensor_methods(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
   cls.def("float", [](const Tensor& t, py::kwargs) { return conv(t, DType::Float32); })
       .def("double", [](const Tensor& t, py::kwargs) { return conv(t, DType::Float64); })
       .def("half", [](const Tensor& t, py::kwargs) { return conv(t, DType::Float16); })

@@ -302,8 +302,11 @@ py::object do_nonzero(const Tensor& self, bool as_tuple) {
 
 }  // namespace
 
-void init_indexing(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+namespace {
+
+// Tensor.__getitem__ / __setitem__, index_select, gather and take.
+void bind_subscript_and_gathers(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
   cls.def("__getitem__", [](const Tensor& self, py::handle index) {
     std::vector<TensorIndex> idx = parse_index(self, index);
     py::gil_scoped_release nogil;
@@ -342,7 +345,11 @@ void init_indexing(py::module_& m) {
           py::arg("sparse_grad") = false);
   m.def("take", take_fn, py::arg("input"), py::arg("index"));
   cls.def("take", take_fn, py::arg("index"));
+}
 
+// The scatter family: scatter, scatter_, scatter_add and scatter_add_.
+void bind_scatters(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
   // scatter family
   auto scatter_fn = [](const Tensor& self, py::handle dim, py::handle index, py::object src,
                        py::object value, py::object reduce) {
@@ -383,7 +390,11 @@ void init_indexing(py::module_& m) {
         return self_obj;
       },
       py::arg("dim"), py::arg("index"), py::arg("src"));
+}
 
+// index_add and index_put (function, method, in-place).
+void bind_index_add_put(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
   // index_add
   auto index_add_fn = [](const Tensor& self, py::handle dim, py::handle index, py::handle source,
                          py::handle alpha, bool inplace) {
@@ -447,7 +458,11 @@ void init_indexing(py::module_& m) {
         return self;
       },
       py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+}
 
+// masked_fill(_), masked_select, nonzero and argwhere.
+void bind_masks_and_nonzero(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
   // masks
   m.def(
       "masked_fill",
@@ -485,6 +500,15 @@ void init_indexing(py::module_& m) {
   };
   m.def("argwhere", argwhere_fn, py::arg("input"));
   cls.def("argwhere", argwhere_fn);
+}
+
+}  // namespace
+
+void init_indexing(py::module_& m) {
+  bind_subscript_and_gathers(m);
+  bind_scatters(m);
+  bind_index_add_put(m);
+  bind_masks_and_nonzero(m);
 }
 
 }  // namespace ember::python

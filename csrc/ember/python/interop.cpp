@@ -423,7 +423,7 @@ Tensor from_dlpack(py::handle obj, py::object device, py::object copy) {
 }  // namespace
 
 void init_interop(py::module_& m) {
-  auto cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
   cls.def("__dlpack__", &dlpack_export, py::kw_only(), py::arg("stream") = py::none(),
           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
           py::arg("copy") = py::none(),

@@ -100,7 +100,7 @@ py::object sort_out(const std::tuple<Tensor, Tensor>& r, py::handle out) {
 }  // namespace
 
 void init_join_sort(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
 
   // Named result tuples, like torch.return_types.
   py::object namedtuple = py::module_::import("collections").attr("namedtuple");

@@ -37,7 +37,7 @@ double rtol_arg(py::handle rtol, py::handle tol) {
 void init_lapack(py::module_& m) {
   using py::arg;
   auto none = py::none();
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
   py::module_ L = m.def_submodule("_linalg", "ember.linalg's LAPACK-backed functions");
   // torch.linalg.LinAlgError, a RuntimeError subclass.
   py::register_exception<LinAlgError>(L, "LinAlgError", PyExc_RuntimeError);

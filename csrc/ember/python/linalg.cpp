@@ -124,7 +124,7 @@ void bind_tri(py::module_& m, py::class_<Tensor>& cls, const char* name, const c
 }  // namespace
 
 void init_linalg(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
 
   bind_binary(m, cls, "matmul", "other", &matmul, &matmul_out);
   bind_binary(m, cls, "mm", "mat2", &mm, &mm_out);

@@ -37,7 +37,7 @@ Reduction reduction_arg(int64_t r) {
 }  // namespace
 
 void init_nn(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor> cls = tensor_class(m);
   using py::arg;
   const auto none = py::none();
 
@@ -74,32 +74,43 @@ void init_nn(py::module_& m) {
   nn.def("linear", &linear, arg("input"), arg("weight"), arg("bias") = none);
   nn.def("bilinear", &bilinear, arg("input1"), arg("input2"), arg("weight"), arg("bias") = none);
 
-  // ---- activations: out-of-place, and `name_` in place ----
-#define EMBER_ACT(name, sig, call, ...)                                                            \
-  nn.def(#name, [] sig { return call; }, arg("input"), ##__VA_ARGS__);                             \
-  nn.def(                                                                                          \
-      #name "_",                                                                                   \
-      [] sig { return activation_(input, #name "_", [&](const Tensor& input) { return call; }); }, \
-      arg("input"), ##__VA_ARGS__);
+  // ---- activations: out-of-place, and `name_` in place (fused kernels, PyTorch's nodes) ----
+#define EMBER_ACT(name, sig, call, icall, ...)                         \
+  nn.def(#name, [] sig { return call; }, arg("input"), ##__VA_ARGS__); \
+  nn.def(#name "_", [] sig -> Tensor { return icall; }, arg("input"), ##__VA_ARGS__);
   EMBER_ACT(hardtanh, (const Tensor& input, double lo, double hi), hardtanh(input, lo, hi),
-            arg("min_val") = -1.0, arg("max_val") = 1.0)
-  EMBER_ACT(relu6, (const Tensor& input), relu6(input))
+            hardtanh_(input, lo, hi), arg("min_val") = -1.0, arg("max_val") = 1.0)
+  EMBER_ACT(relu6, (const Tensor& input), relu6(input), relu6_(input))
   EMBER_ACT(leaky_relu, (const Tensor& input, double s), leaky_relu(input, s),
-            arg("negative_slope") = 0.01)
+            leaky_relu_(input, s), arg("negative_slope") = 0.01)
   EMBER_ACT(elu, (const Tensor& input, double a, double s, double i), elu(input, a, s, i),
-            arg("alpha") = 1.0, arg("scale") = 1.0, arg("input_scale") = 1.0)
-  EMBER_ACT(selu, (const Tensor& input), selu(input))
-  EMBER_ACT(celu, (const Tensor& input, double a), celu(input, a), arg("alpha") = 1.0)
-  EMBER_ACT(silu, (const Tensor& input), silu(input))
-  EMBER_ACT(mish, (const Tensor& input), mish(input))
-  EMBER_ACT(hardsigmoid, (const Tensor& input), hardsigmoid(input))
-  EMBER_ACT(hardswish, (const Tensor& input), hardswish(input))
+            elu_(input, a, s, i), arg("alpha") = 1.0, arg("scale") = 1.0, arg("input_scale") = 1.0)
+  EMBER_ACT(selu, (const Tensor& input), selu(input), selu_(input))
+  EMBER_ACT(celu, (const Tensor& input, double a), celu(input, a), celu_(input, a),
+            arg("alpha") = 1.0)
+  EMBER_ACT(silu, (const Tensor& input), silu(input), silu_(input))
+  EMBER_ACT(mish, (const Tensor& input), mish(input), mish_(input))
+  EMBER_ACT(hardsigmoid, (const Tensor& input), hardsigmoid(input), hardsigmoid_(input))
+  EMBER_ACT(hardswish, (const Tensor& input), hardswish(input), hardswish_(input))
   EMBER_ACT(threshold, (const Tensor& input, double t, double v), threshold(input, t, v),
-            arg("threshold"), arg("value"))
-  EMBER_ACT(dropout, (const Tensor& input, double p, bool train, bool feature, bool alpha),
-            dropout(input, p, train, feature, alpha), arg("p") = 0.5, arg("train") = true,
-            arg("feature") = false, arg("alpha") = false)
+            threshold_(input, t, v), arg("threshold"), arg("value"))
 #undef EMBER_ACT
+  nn.def(
+      "dropout",
+      [](const Tensor& input, double p, bool train, bool feature, bool alpha) {
+        return dropout(input, p, train, feature, alpha);
+      },
+      arg("input"), arg("p") = 0.5, arg("train") = true, arg("feature") = false,
+      arg("alpha") = false);
+  nn.def(
+      "dropout_",
+      [](const Tensor& input, double p, bool train, bool feature, bool alpha) -> Tensor {
+        return activation_(input, "dropout_", [&](const Tensor& input) {
+          return dropout(input, p, train, feature, alpha);
+        });
+      },
+      arg("input"), arg("p") = 0.5, arg("train") = true, arg("feature") = false,
+      arg("alpha") = false);
   nn.def("gelu", &gelu, arg("input"), arg("approximate") = "none");
   nn.def("hardshrink", &hardshrink, arg("input"), arg("lambd") = 0.5);
   nn.def("softshrink", &softshrink, arg("input"), arg("lambd") = 0.5);

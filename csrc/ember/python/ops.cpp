@@ -120,8 +120,11 @@ Tensor with_alpha(BinaryOp op, const Tensor& b, py::handle alpha) {
 
 }  // namespace
 
-void init_ops(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+namespace {
+
+// The op table as data, and every unary and binary op of the table (function, method, in-place).
+void bind_op_table(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
 
   // The op table as data, for ember.testing's generic op tests.
   m.def("_op_table", [] {
@@ -201,6 +204,11 @@ void init_ops(py::module_& m) {
       py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
   EMBER_BINARY_OPS(EMBER_BIND_BINARY)
 #undef EMBER_BIND_BINARY
+}
+
+// div with rounding_mode, and the aliases PyTorch users reach for.
+void bind_div_and_aliases(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
 
   // div takes rounding_mode (the table's generic binding does not); replaced, not overloaded.
   m.attr("div") = py::cpp_function(
@@ -250,6 +258,11 @@ void init_ops(py::module_& m) {
     cls.attr(a) = cls.attr(base.c_str());
     cls.attr((std::string(a) + "_").c_str()) = cls.attr((base + "_").c_str());
   }
+}
+
+// The Python operators: forward, reflected and augmented, comparisons, unary.
+void bind_operators(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
 
   // Python operators. Forward, reflected (b op a) and augmented (a op= b).
 #define EMBER_OPERATOR(py_name, op)                                                   \
@@ -323,6 +336,11 @@ void init_ops(py::module_& m) {
     if (a.dtype() == DType::Bool) return unary(UnaryOp::logical_not, a);
     return unary(UnaryOp::bitwise_not, a);
   });
+}
+
+// where, clamp, round(decimals=), lerp, nan_to_num and the type-promotion queries.
+void bind_ternary_and_promotion(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
 
   // where / clamp
   m.def("_where3", [](const Tensor& c, py::handle a, py::handle b) {
@@ -415,6 +433,15 @@ void init_ops(py::module_& m) {
     if (f != DType::Bool && t == DType::Bool) return false;
     return true;
   });
+}
+
+}  // namespace
+
+void init_ops(py::module_& m) {
+  bind_op_table(m);
+  bind_div_and_aliases(m);
+  bind_operators(m);
+  bind_ternary_and_promotion(m);
 }
 
 }  // namespace ember::python

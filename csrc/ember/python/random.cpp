@@ -86,7 +86,10 @@ double num(py::handle h, const char* op, const char* arg) {
 
 }  // namespace
 
-void init_random(py::module_& m) {
+namespace {
+
+// ember.Generator and the default generator.
+void bind_generator(py::module_& m) {
   py::class_<GeneratorImpl, std::shared_ptr<GeneratorImpl>>(m, "Generator")
       .def(py::init([](py::object device) {
              Device d = device.is_none() ? Device() : device_arg(device);
@@ -113,6 +116,10 @@ void init_random(py::module_& m) {
           },
           py::arg("new_state"))
       .def("get_offset", &GeneratorImpl::offset);
+}
+
+// Seeding and RNG state of the default generator, and the raw Philox block.
+void bind_seeding(py::module_& m) {
   m.attr("default_generator") = py::cast(default_generator());
   // The raw engine, for known-answer tests: the 4 words of block `counter` for key `seed`.
   m.def("_philox_block", [](uint64_t seed, uint64_t counter) {
@@ -137,7 +144,10 @@ void init_random(py::module_& m) {
   m.def(
       "set_rng_state", [](py::handle st) { set_state(*default_generator(), st); },
       py::arg("new_state"));
+}
 
+// rand, randn, randint and randperm.
+void bind_random_factories(py::module_& m) {
   m.def("rand", [](py::args args, py::kwargs kwargs) {
     FactoryKwargs kw("rand", kwargs, true);
     Shape s = size_of("rand", args, kw);
@@ -196,6 +206,10 @@ void init_random(py::module_& m) {
             o.requires_grad);
       },
       py::arg("n"));
+}
+
+// The sampling functions normal, bernoulli and multinomial.
+void bind_sampling_functions(py::module_& m) {
   m.def(
       "normal",
       [](py::handle mean, py::object std, py::object size, py::kwargs kwargs) {
@@ -248,8 +262,11 @@ void init_random(py::module_& m) {
         return multinomial(input, int_arg(n, "multinomial", "num_samples"), replacement, g);
       },
       py::arg("input"), py::arg("num_samples"), py::arg("replacement") = false);
+}
 
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+// The in-place samplers and sampling methods on Tensor.
+void bind_random_methods(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
   cls.def(
          "uniform_",
          [](const Tensor& t, py::handle from, py::handle to, py::object gen) {
@@ -333,6 +350,16 @@ void init_random(py::module_& m) {
           },
           py::arg("num_samples"), py::arg("replacement") = false, py::kw_only(),
           py::arg("generator") = py::none());
+}
+
+}  // namespace
+
+void init_random(py::module_& m) {
+  bind_generator(m);
+  bind_seeding(m);
+  bind_random_factories(m);
+  bind_sampling_functions(m);
+  bind_random_methods(m);
 }
 
 }  // namespace ember::python

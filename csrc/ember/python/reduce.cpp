@@ -91,8 +91,11 @@ double norm_p(py::handle p) {
 
 }  // namespace
 
-void init_reduce(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+namespace {
+
+// sum, mean and prod.
+void bind_sum_mean_prod(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
   using py::arg;
   const auto none = py::none();
 
@@ -159,6 +162,13 @@ void init_reduce(py::module_& m) {
         return prod(a, opt_int(dim, "prod", "dim"), keepdim, optional_dtype(dtype, "prod"));
       },
       arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none);
+}
+
+// amax, amin, max, min, argmax and argmin.
+void bind_extremes(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  using py::arg;
+  const auto none = py::none();
 
   // ---- amax / amin / max / min / argmax / argmin ----
 #define EMBER_BIND_EXTREME(name)                                                        \
@@ -219,6 +229,13 @@ void init_reduce(py::module_& m) {
     m.def(name, f, arg("input"), arg("dim") = none, arg("keepdim") = false);
     cls.def(name, f, arg("dim") = none, arg("keepdim") = false);
   }
+}
+
+// all, any, count_nonzero, var, std, var_mean and std_mean.
+void bind_logical_and_moments(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  using py::arg;
+  const auto none = py::none();
 
   // ---- all / any / count_nonzero ----
   for (const char* name : {"all", "any"}) {
@@ -276,6 +293,13 @@ void init_reduce(py::module_& m) {
         arg("input"), arg("dim") = none, arg("unbiased") = none, arg("keepdim") = false,
         py::kw_only(), arg("correction") = none);
   }
+}
+
+// norm, logsumexp, median, cumsum and cumprod.
+void bind_norms_and_scans(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  using py::arg;
+  const auto none = py::none();
 
   // ---- norm / logsumexp ----
   auto norm_f = [](const Tensor& a, py::handle p, py::handle dim, bool keepdim, py::handle dtype) {
@@ -353,6 +377,15 @@ void init_reduce(py::module_& m) {
     py::module_::import("ember.return_types");
   } catch (py::error_already_set&) {
   }
+}
+
+}  // namespace
+
+void init_reduce(py::module_& m) {
+  bind_sum_mean_prod(m);
+  bind_extremes(m);
+  bind_logical_and_moments(m);
+  bind_norms_and_scans(m);
 }
 
 }  // namespace ember::python

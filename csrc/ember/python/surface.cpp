@@ -75,9 +75,10 @@ Tensor cross_py(const Tensor& a, const Tensor& b, py::handle dim) {
 
 void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls);
 
-void init_surface(py::module_& m) {
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
-  auto none = py::none();
+namespace {
+
+// The memory_format objects.
+void bind_memory_formats(py::module_& m) {
   using py::arg;
 
   // memory formats
@@ -90,6 +91,14 @@ void init_surface(py::module_& m) {
   m.attr("channels_last") = py::cast(PyMemoryFormat{MemoryFormat::ChannelsLast, "channels_last"});
   m.attr("channels_last_3d") =
       py::cast(PyMemoryFormat{MemoryFormat::ChannelsLast3d, "channels_last_3d"});
+}
+
+// The view and shape ops: reshape, permute, transpose, movedim, squeeze, unsqueeze, t, ravel,
+// flatten and the splits.
+void bind_shape_views(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  auto none = py::none();
+  using py::arg;
 
   // ---- views and shapes ----
   def_op(m, cls, "reshape", kFnMethod, [](const Tensor& a, py::args s) {
@@ -185,6 +194,14 @@ void init_surface(py::module_& m) {
   def_op(
       m, cls, "unbind", kFnMethod,
       [](const Tensor& a, int64_t dim) { return as_tuple(unbind(a, dim)); }, arg("dim") = 0);
+}
+
+// narrow, narrow_copy, select, clone, diagonal, as_strided and broadcast_to.
+void bind_slicing_views(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  auto none = py::none();
+  using py::arg;
+
   auto narrow_py = [](const Tensor& a, int64_t dim, py::handle start, int64_t len) {
     return narrow(a, dim, int_arg(start, "narrow", "start"), len);
   };
@@ -229,6 +246,15 @@ void init_surface(py::module_& m) {
         return broadcast_to(a, shape_arg(s, "broadcast_to", "size"));
       },
       arg("size"));
+}
+
+// broadcast_tensors, atleast_Nd, block_diag, cartesian_prod, meshgrid, combinations, rot90, the
+// diag family and vander.
+void bind_multi_tensor_shape_ops(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  auto none = py::none();
+  using py::arg;
+
   def_fn(m, "broadcast_tensors", [](py::args ts) {
     return as_tuple(broadcast_tensors(tensors_from(ts, "broadcast_tensors")));
   });
@@ -288,6 +314,13 @@ void init_surface(py::module_& m) {
         return vander(x, N, inc);
       },
       arg("x"), arg("N") = none, arg("increasing") = false);
+}
+
+// Tensor-only shape helpers: resize_, sum_to_size, H/mT/mH/T, dim_order, ...
+void bind_tensor_shape_helpers(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  auto none = py::none();
+  using py::arg;
 
   // Tensor-only shape helpers
   cls.def(
@@ -363,6 +396,14 @@ void init_surface(py::module_& m) {
       },
       arg("size"), arg("stride"), py::kw_only(), arg("dtype") = none, arg("device") = none,
       arg("requires_grad") = false);
+}
+
+// Contractions (einsum, tensordot, kron, inner, matrix_power, cross), the remaining random fills
+// and poisson, and the numerics family.
+void bind_contractions_and_fills(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  auto none = py::none();
+  using py::arg;
 
   // ---- contractions ----
   def_fn(
@@ -427,6 +468,17 @@ void init_surface(py::module_& m) {
       arg("input"), arg("generator") = none);
 
   bind_surface_numerics(m, cls);
+}
+
+}  // namespace
+
+void init_surface(py::module_& m) {
+  bind_memory_formats(m);
+  bind_shape_views(m);
+  bind_slicing_views(m);
+  bind_multi_tensor_shape_ops(m);
+  bind_tensor_shape_helpers(m);
+  bind_contractions_and_fills(m);
 }
 
 }  // namespace ember::python

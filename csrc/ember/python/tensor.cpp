@@ -235,7 +235,10 @@ Tensor from_numpy(py::handle obj) {
   return from_blob(dp, nbytes, Device(), dt, sizes, strides, 0);
 }
 
-void init_tensor(py::module_& m) {
+namespace {
+
+// ember.dtype and the dtype attributes (ember.float32, ...).
+void bind_dtype(py::module_& m) {
   py::class_<PyDType>(m, "dtype")
       .def_property_readonly("itemsize", [](const PyDType& d) { return element_size(d.dtype); })
       .def_property_readonly("is_floating_point",
@@ -248,7 +251,10 @@ void init_tensor(py::module_& m) {
 #define EMBER_DTYPE_ATTR(c, n, p, k) m.attr(#p) = dtype_object(DType::n);
   EMBER_FORALL_DTYPES(EMBER_DTYPE_ATTR)
 #undef EMBER_DTYPE_ATTR
+}
 
+// ember.device.
+void bind_device(py::module_& m) {
   py::class_<PyDevice>(m, "device")
       .def(py::init([](py::object type, py::object index) {
              Device d = device_arg(type);
@@ -287,7 +293,10 @@ void init_tensor(py::module_& m) {
            })
       .def("__hash__",
            [](const PyDevice& d) { return int(d.device.type) * 1000 + d.device.index; });
+}
 
+// Default dtype, from_numpy and the CPU allocator statistics.
+void bind_tensor_globals(py::module_& m) {
   m.def("_set_size_class", &set_size_class);
   m.def("get_default_dtype", [] { return dtype_object(default_dtype()); });
   m.def("set_default_dtype",
@@ -304,7 +313,10 @@ void init_tensor(py::module_& m) {
     return d;
   });
   m.def("_cpu_empty_cache", &cpu_allocator_empty_cache);
+}
 
+// The Tensor class: its constructor, shape, dtype and device queries, conversions.
+void bind_tensor_class(py::module_& m) {
   py::class_<Tensor, std::unique_ptr<Tensor, TensorPyDeleter>> cls(m, "Tensor", py::dynamic_attr());
   // The legacy constructor: Tensor() / Tensor(*sizes) (uninitialized, default
   // dtype) / Tensor(data) (a copy in the default dtype) / Tensor(tensor) (an alias).
@@ -382,11 +394,14 @@ void init_tensor(py::module_& m) {
              EMBER_CHECK_TYPE(t.dim() > 0, "len() of a 0-d tensor");
              return t.sizes()[0];
            })
-      .def("__hash__",
-           [](py::handle self) {
-             return py::hash(py::int_(reinterpret_cast<uintptr_t>(self.ptr())));
-           })
-      // views
+      .def("__hash__", [](py::handle self) {
+        return py::hash(py::int_(reinterpret_cast<uintptr_t>(self.ptr())));
+      });
+}
+
+// The view methods on Tensor (view, reshape, transpose, permute, expand, ...).
+void bind_tensor_views(py::module_& m) {
+  tensor_class(m)
       .def("view",
            [](const Tensor& t, py::args args) {
              if (args.size() == 1 && (py::isinstance<PyDType>(args[0]))) {
@@ -501,8 +516,12 @@ void init_tensor(py::module_& m) {
             base.impl()->dtype = dt;
             return make_view(base, Shape{n}, Shape{1}, 0);
           },
-          py::arg("untyped") = false)
-      // in-place basics
+          py::arg("untyped") = false);
+}
+
+// Tensor.fill_, zero_ and copy_.
+void bind_tensor_fill(py::module_& m) {
+  tensor_class(m)
       .def("fill_",
            [](const Tensor& a, py::handle v) {
              Tensor* t;
@@ -521,6 +540,17 @@ void init_tensor(py::module_& m) {
       .def(
           "copy_", [](const Tensor& a, const Tensor& src, bool) { return copy_(a, src); },
           py::arg("src"), py::arg("non_blocking") = false);
+}
+
+}  // namespace
+
+void init_tensor(py::module_& m) {
+  bind_dtype(m);
+  bind_device(m);
+  bind_tensor_globals(m);
+  bind_tensor_class(m);
+  bind_tensor_views(m);
+  bind_tensor_fill(m);
 }
 
 }  // namespace ember::python

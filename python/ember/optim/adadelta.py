@@ -4,12 +4,12 @@ from __future__ import annotations
 import ember
 
 from .. import _C
-from .optimizer import Optimizer, _check_lr, _closure_loss, _new_step, _to_scalar, _use_grad
+from .optimizer import _advance_step, _check_lr, _GroupStepOptimizer, _new_step, _to_scalar
 
 __all__ = ["Adadelta"]
 
 
-class Adadelta(Optimizer):
+class Adadelta(_GroupStepOptimizer):
     """Adadelta, as torch.optim.Adadelta."""
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
@@ -35,29 +35,30 @@ class Adadelta(Optimizer):
             group.setdefault("capturable", False)
         self._tensor_steps("step")
 
-    @_use_grad
-    def step(self, closure=None):
-        """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if len(st) == 0:
-                    st["step"] = _new_step()
-                    st["square_avg"] = ember.zeros_like(p)
-                    st["acc_delta"] = ember.zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                square_avgs.append(st["square_avg"])
-                acc_deltas.append(st["acc_delta"])
-                steps.append(st["step"])
-            if not params:
-                continue
-            _C._adadelta_step_(
-                params, grads, square_avgs, acc_deltas, steps, lr=_to_scalar(group["lr"]),
-                rho=_to_scalar(group["rho"]), eps=_to_scalar(group["eps"]),
-                weight_decay=_to_scalar(group["weight_decay"]), maximize=group["maximize"])
-        return loss
+    def _state_keys(self, group):
+        return ("square_avg", "acc_delta", "step")
+
+    def _init_state(self, group, p, state):
+        state["step"] = _new_step()
+        state["square_avg"] = ember.zeros_like(p)
+        state["acc_delta"] = ember.zeros_like(p)
+
+    def _fused_step(self, group, params, grads, square_avgs, acc_deltas, steps):
+        _C._adadelta_step_(
+            params, grads, square_avgs, acc_deltas, steps, lr=_to_scalar(group["lr"]),
+            rho=_to_scalar(group["rho"]), eps=_to_scalar(group["eps"]),
+            weight_decay=_to_scalar(group["weight_decay"]), maximize=group["maximize"])
+
+    def _composite_step(self, group, params, grads, square_avgs, acc_deltas, steps):
+        """The fused kernel's update in ember ops (differentiable=True)."""
+        lr, rho, eps, wd = (_to_scalar(group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
+        for i, p in enumerate(params):
+            st = self.state[p]
+            _advance_step(steps[i])
+            g = -grads[i] if group["maximize"] else grads[i]
+            if wd != 0:
+                g = g + p * wd
+            sq = st["square_avg"] = square_avgs[i] * rho + g * g * (1 - rho)
+            delta = (acc_deltas[i] + eps).sqrt() / (sq + eps).sqrt() * g
+            st["acc_delta"] = acc_deltas[i] * rho + delta * delta * (1 - rho)
+            p.sub_(delta * lr)

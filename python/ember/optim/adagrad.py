@@ -5,19 +5,18 @@ import ember
 
 from .. import _C
 from .optimizer import (
-    Optimizer,
+    _advance_step,
     _check_fused_foreach,
     _check_lr,
-    _closure_loss,
+    _GroupStepOptimizer,
     _new_step,
     _to_scalar,
-    _use_grad,
 )
 
 __all__ = ["Adagrad"]
 
 
-class Adagrad(Optimizer):
+class Adagrad(_GroupStepOptimizer):
     """Adagrad, as torch.optim.Adagrad. State is created for every parameter at
     construction (``step`` and ``sum`` filled with ``initial_accumulator_value``)."""
 
@@ -40,12 +39,11 @@ class Adagrad(Optimizer):
         _check_fused_foreach(defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(p)
+                self._init_state(group, p, self.state[p])
 
-    def _init_state(self, p):
-        st = self.state[p]
-        st["step"] = _new_step()
-        st["sum"] = ember.full_like(p, self.defaults["initial_accumulator_value"])
+    def _init_state(self, group, p, state):
+        state["step"] = _new_step()
+        state["sum"] = ember.full_like(p, self.defaults["initial_accumulator_value"])
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -61,27 +59,24 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self.state[p]["sum"].share_memory_()
 
-    @_use_grad
-    def step(self, closure=None):
-        """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            params, grads, sums, steps = [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self.state[p]
-                if len(st) == 0:
-                    self._init_state(p)
-                params.append(p)
-                grads.append(p.grad)
-                sums.append(st["sum"])
-                steps.append(st["step"])
-            if not params:
-                continue
-            _C._adagrad_step_(
-                params, grads, sums, steps, lr=_to_scalar(group["lr"]),
-                lr_decay=_to_scalar(group["lr_decay"]),
-                weight_decay=_to_scalar(group["weight_decay"]), eps=_to_scalar(group["eps"]),
-                maximize=group["maximize"])
-        return loss
+    def _state_keys(self, group):
+        return ("sum", "step")
+
+    def _fused_step(self, group, params, grads, sums, steps):
+        _C._adagrad_step_(
+            params, grads, sums, steps, lr=_to_scalar(group["lr"]),
+            lr_decay=_to_scalar(group["lr_decay"]),
+            weight_decay=_to_scalar(group["weight_decay"]), eps=_to_scalar(group["eps"]),
+            maximize=group["maximize"])
+
+    def _composite_step(self, group, params, grads, sums, steps):
+        """The fused kernel's update in ember ops (differentiable=True)."""
+        lr, lr_decay, wd, eps = (
+            _to_scalar(group[k]) for k in ("lr", "lr_decay", "weight_decay", "eps"))
+        for i, p in enumerate(params):
+            step = _advance_step(steps[i])
+            g = -grads[i] if group["maximize"] else grads[i]
+            if wd != 0:
+                g = g + p * wd
+            s = self.state[p]["sum"] = sums[i] + g * g
+            p.sub_(g / (s.sqrt() + eps) * (lr / (1 + (step - 1) * lr_decay)))

@@ -1,17 +1,19 @@
 """Adam (and, with decoupled_weight_decay=True, AdamW)."""
 from __future__ import annotations
 
+import math
+
 import ember
 
 from .. import _C
 from .optimizer import (
-    Optimizer,
+    _advance_step,
     _check_fused_foreach,
     _check_lr,
-    _closure_loss,
+    _GroupStepOptimizer,
+    _lerp,
     _new_step,
     _to_scalar,
-    _use_grad,
 )
 
 __all__ = ["Adam"]
@@ -25,7 +27,7 @@ def _check_betas(betas):
 
 
 
-class Adam(Optimizer):
+class Adam(_GroupStepOptimizer):
     """Adam, as torch.optim.Adam: L2 weight decay folded into the gradient, or decoupled
     (AdamW's) when ``decoupled_weight_decay=True``."""
 
@@ -73,39 +75,46 @@ class Adam(Optimizer):
             group.setdefault("fused", None)
         self._tensor_steps("step")
 
-    @_use_grad
-    def step(self, closure=None):
-        """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = _closure_loss(closure)
-        state = self.state
-        for group in self.param_groups:
-            amsgrad = group["amsgrad"]
-            params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                st = state[p]
-                if len(st) == 0:
-                    st["step"] = _new_step()
-                    st["exp_avg"] = ember.zeros_like(p)
-                    st["exp_avg_sq"] = ember.zeros_like(p)
-                    if amsgrad:
-                        st["max_exp_avg_sq"] = ember.zeros_like(p)
-                params.append(p)
-                grads.append(g)
-                exp_avgs.append(st["exp_avg"])
-                exp_avg_sqs.append(st["exp_avg_sq"])
-                if amsgrad:
-                    max_sqs.append(st["max_exp_avg_sq"])
-                steps.append(st["step"])
-            if not params:
-                continue
-            beta1, beta2 = group["betas"]
-            _C._adam_step_(
-                params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
-                lr=_to_scalar(group["lr"]), beta1=_to_scalar(beta1), beta2=_to_scalar(beta2),
-                weight_decay=_to_scalar(group["weight_decay"]), eps=_to_scalar(group["eps"]),
-                amsgrad=amsgrad, maximize=group["maximize"],
-                decoupled_weight_decay=group["decoupled_weight_decay"])
-        return loss
+    def _state_keys(self, group):
+        keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step")
+        return keys if group["amsgrad"] else keys[:2] + keys[3:]
+
+    def _init_state(self, group, p, state):
+        state["step"] = _new_step()
+        state["exp_avg"] = ember.zeros_like(p)
+        state["exp_avg_sq"] = ember.zeros_like(p)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = ember.zeros_like(p)
+
+    def _fused_step(self, group, params, grads, exp_avgs, exp_avg_sqs, *rest):
+        max_sqs, steps = rest if group["amsgrad"] else ([], rest[0])
+        beta1, beta2 = group["betas"]
+        _C._adam_step_(
+            params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
+            lr=_to_scalar(group["lr"]), beta1=_to_scalar(beta1), beta2=_to_scalar(beta2),
+            weight_decay=_to_scalar(group["weight_decay"]), eps=_to_scalar(group["eps"]),
+            amsgrad=group["amsgrad"], maximize=group["maximize"],
+            decoupled_weight_decay=group["decoupled_weight_decay"])
+
+    def _composite_step(self, group, params, grads, exp_avgs, exp_avg_sqs, *rest):
+        """The fused kernel's update in ember ops (differentiable=True)."""
+        amsgrad = group["amsgrad"]
+        max_sqs, steps = rest if amsgrad else (None, rest[0])
+        lr, wd, eps = (_to_scalar(group[k]) for k in ("lr", "weight_decay", "eps"))
+        beta1, beta2 = (_to_scalar(b) for b in group["betas"])
+        decoupled = group["decoupled_weight_decay"]
+        for i, p in enumerate(params):
+            st = self.state[p]
+            step = _advance_step(steps[i])
+            g = -grads[i] if group["maximize"] else grads[i]
+            if wd != 0 and not decoupled:
+                g = g + p * wd
+            m = st["exp_avg"] = _lerp(exp_avgs[i], g, 1 - beta1)
+            v = st["exp_avg_sq"] = exp_avg_sqs[i] * beta2 + g * g * (1 - beta2)
+            if amsgrad:
+                v = st["max_exp_avg_sq"] = ember.maximum(max_sqs[i], v)
+            denom = v.sqrt() * (1 / math.sqrt(1 - beta2 ** step)) + eps
+            update = m / denom * (lr / (1 - beta1 ** step))
+            if wd != 0 and decoupled:
+                p.mul_(1 - lr * wd)
+            p.sub_(update)

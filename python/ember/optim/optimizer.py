@@ -1,9 +1,12 @@
 """The Optimizer base class, with torch.optim.Optimizer's API and state_dict layout.
 
-Subclasses gather, per parameter group, the parameters that have a gradient and
-their state tensors, then make ONE fused C++ call (``ember._C._<name>_step_``)
-that updates the whole group with the GIL released (see Note [Fused optimizer
-steps] in csrc/ember/kernels/stubs/optim.h).
+The optimizers derive from ``_GroupStepOptimizer``, whose step() gathers, per parameter
+group, the parameters that have a gradient and their state tensors, then makes ONE fused
+C++ call (``ember._C._<name>_step_``) that updates the whole group with the GIL released
+(see Note [Fused optimizer steps] in csrc/ember/kernels/stubs/optim.h). With
+``differentiable=True`` the same update runs instead as ember tensor ops under autograd
+(one composite per algorithm, a loop over the parameters as PyTorch's foreach=False), so
+a graph through ``optimizer.step()`` exists, as PyTorch's.
 """
 from __future__ import annotations
 
@@ -69,19 +72,27 @@ def _new_step():
 
 
 def _use_grad(step):
-    """Runs step() under no_grad (the fused kernels record no autograd history)."""
+    """Runs step() under no_grad, or with grad mode on when ``differentiable=True`` (as
+    PyTorch's ``torch.set_grad_enabled(self.defaults['differentiable'])``)."""
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        if self.defaults.get("differentiable", False):
-            raise NotImplementedError(
-                f"{type(self).__name__}: differentiable=True is not supported: ember's fused "
-                "optimizer steps record no autograd history"
-            )
-        with ember.no_grad():
+        with ember.set_grad_enabled(bool(self.defaults.get("differentiable", False))):
             return step(self, *args, **kwargs)
 
     return wrapper
+
+
+def _advance_step(step_t):
+    """state['step'] += 1 (no history) and the new count as a Python float."""
+    with ember.no_grad():
+        step_t.add_(1)
+    return float(step_t.item())
+
+
+def _lerp(start, end, weight):
+    """start + weight * (end - start) in recorded ops (exact at weight 0 and 1 like lerp)."""
+    return ember.lerp(start, end, weight)
 
 
 def _check_fused_foreach(defaults):
@@ -410,6 +421,58 @@ class Optimizer:
         if not seen.isdisjoint(id(p) for p in param_group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
+
+
+class _GroupStepOptimizer(Optimizer):
+    """The step() shared by the optimizers with a fused C++ step.
+
+    A subclass names its per-parameter state (``_state_keys(group)``, in the order its
+    fused call takes the lists), creates it (``_init_state(group, p, state)``), and gives
+    the two update paths over one group's lists: ``_fused_step`` (one C++ call) and
+    ``_composite_step`` (ember ops under autograd, for ``differentiable=True``). Both get
+    ``(group, params, grads, *state_lists)``; a state entry that is missing is None.
+    """
+
+    def _state_keys(self, group):
+        raise NotImplementedError
+
+    def _init_state(self, group, p, state):
+        raise NotImplementedError
+
+    def _fused_step(self, group, params, grads, *state_lists):
+        raise NotImplementedError
+
+    def _composite_step(self, group, params, grads, *state_lists):
+        raise NotImplementedError
+
+    def _gather(self, group):
+        keys = self._state_keys(group)
+        params, grads, lists = [], [], [[] for _ in keys]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            st = self.state[p]
+            if len(st) == 0:
+                self._init_state(group, p, st)
+            params.append(p)
+            grads.append(p.grad)
+            for lst, key in zip(lists, keys):
+                lst.append(st.get(key))
+        return params, grads, lists
+
+    @_use_grad
+    def step(self, closure=None):
+        """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            params, grads, lists = self._gather(group)
+            if not params:
+                continue
+            if group.get("differentiable", False):
+                self._composite_step(group, params, grads, *lists)
+            else:
+                self._fused_step(group, params, grads, *lists)
+        return loss
 
 
 def _closure_loss(closure):

@@ -2,19 +2,12 @@
 from __future__ import annotations
 
 from .. import _C
-from .optimizer import (
-    Optimizer,
-    _check_fused_foreach,
-    _check_lr,
-    _closure_loss,
-    _to_scalar,
-    _use_grad,
-)
+from .optimizer import _check_fused_foreach, _check_lr, _GroupStepOptimizer, _to_scalar
 
 __all__ = ["SGD"]
 
 
-class SGD(Optimizer):
+class SGD(_GroupStepOptimizer):
     """Stochastic gradient descent (optionally with momentum), as torch.optim.SGD."""
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
@@ -41,27 +34,34 @@ class SGD(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", False)
 
-    @_use_grad
-    def step(self, closure=None):
-        """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = _closure_loss(closure)
-        for group in self.param_groups:
-            momentum = _to_scalar(group["momentum"])
-            params, grads, bufs = [], [], []
-            for p in group["params"]:
-                if p.grad is not None:
-                    params.append(p)
-                    grads.append(p.grad)
-                    if momentum != 0:
-                        bufs.append(self.state[p].get("momentum_buffer"))
-            if not params:
-                continue
-            new_bufs = _C._sgd_step_(
-                params, grads, bufs, lr=_to_scalar(group["lr"]), momentum=momentum,
-                dampening=_to_scalar(group["dampening"]),
-                weight_decay=_to_scalar(group["weight_decay"]), nesterov=group["nesterov"],
-                maximize=group["maximize"])
+    def _state_keys(self, group):
+        return ("momentum_buffer",) if _to_scalar(group["momentum"]) != 0 else ()
+
+    def _init_state(self, group, p, state):
+        pass  # the momentum buffer starts from the first gradient
+
+    def _fused_step(self, group, params, grads, bufs=()):
+        momentum = _to_scalar(group["momentum"])
+        new_bufs = _C._sgd_step_(
+            params, grads, list(bufs), lr=_to_scalar(group["lr"]), momentum=momentum,
+            dampening=_to_scalar(group["dampening"]),
+            weight_decay=_to_scalar(group["weight_decay"]), nesterov=group["nesterov"],
+            maximize=group["maximize"])
+        if momentum != 0:
+            for p, buf in zip(params, new_bufs):
+                self.state[p]["momentum_buffer"] = buf
+
+    def _composite_step(self, group, params, grads, bufs=()):
+        """The fused kernel's update in ember ops (differentiable=True)."""
+        lr, wd = _to_scalar(group["lr"]), _to_scalar(group["weight_decay"])
+        momentum, dampening = _to_scalar(group["momentum"]), _to_scalar(group["dampening"])
+        for i, p in enumerate(params):
+            d = -grads[i] if group["maximize"] else grads[i]
+            if wd != 0:
+                d = d + p * wd
             if momentum != 0:
-                for p, buf in zip(params, new_bufs):
-                    self.state[p]["momentum_buffer"] = buf
-        return loss
+                buf = bufs[i]
+                buf = d.clone() if buf is None else buf * momentum + d * (1 - dampening)
+                self.state[p]["momentum_buffer"] = buf
+                d = d + buf * momentum if group["nesterov"] else buf
+            p.sub_(d * lr)

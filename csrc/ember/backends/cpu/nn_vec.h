@@ -10,13 +10,24 @@
 #include <limits>
 #include <type_traits>
 
-namespace ember::cpu::vec {
+#include "ember/backends/cpu/capability.h"
+
+// One copy per compiled CPU capability (capability.h), as loops.h: the activation kernels
+// are compiled per instruction set, and a helper shared across those copies would be
+// merged by the linker into one, possibly built for an instruction set the CPU lacks.
+// The float math is forced inline: out of line (as GCC left it in the large activation
+// switch) every element pays a call and the loops do not vectorize.
+#define EMBER_VEC_INLINE inline __attribute__((always_inline))
+
+namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
+namespace vec {
 
 constexpr int kLanes = 16;
 
 /// exp(x) for float within ~2 ulp (Cephes expf); 0 below -87.3 (no denormals), inf
 /// above 88.37, NaN for NaN. Branch-free, so loops calling it vectorize.
-inline float exp_f(float x) {
+EMBER_VEC_INLINE float exp_f(float x) {
   const float lo = -87.3365478515625f, hi = 88.3762626647949f;
   const float xc = std::min(hi, std::max(lo, x));  // NaN -> lo: no NaN reaches the int cast
   // Round to nearest by adding and subtracting 1.5 * 2^23 (|x * log2(e)| < 128 after
@@ -39,11 +50,105 @@ inline float exp_f(float x) {
 
 /// exp in the compute type: the vectorizable float version, libm for double.
 template <typename A>
-inline A exp(A x) {
+EMBER_VEC_INLINE A exp(A x) {
   if constexpr (std::is_same<A, float>::value)
     return exp_f(x);
   else
     return std::exp(x);
+}
+
+/// log(x) for float within ~1 ulp (Cephes logf) for finite x > 0 (no denormals);
+/// -inf at 0, NaN below 0 or for NaN, inf at inf. Branch-free.
+EMBER_VEC_INLINE float log_f(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  float e = float(int32_t((bits >> 23) & 0xffu) - 126);
+  const uint32_t mb = (bits & 0x807fffffu) | 0x3f000000u;  // mantissa in [0.5, 1)
+  float m;
+  std::memcpy(&m, &mb, sizeof(m));
+  const bool small = m < 0.707106781186547524f;
+  e = small ? e - 1.0f : e;
+  m = small ? m + m - 1.0f : m - 1.0f;
+  const float z = m * m;
+  float y = 7.0376836292E-2f;
+  y = y * m - 1.1514610310E-1f;
+  y = y * m + 1.1676998740E-1f;
+  y = y * m - 1.2420140846E-1f;
+  y = y * m + 1.4249322787E-1f;
+  y = y * m - 1.6668057665E-1f;
+  y = y * m + 2.0000714765E-1f;
+  y = y * m - 2.4999993993E-1f;
+  y = y * m + 3.3333331174E-1f;
+  y = y * m * z;
+  y += -2.12194440e-4f * e;
+  y += -0.5f * z;
+  const float r = m + y + 0.693359375f * e;
+  const float inf = std::numeric_limits<float>::infinity();
+  // One compare (NaN fails x >= 0): a combined condition (`||` or `|` of two compares)
+  // mixes mask widths and keeps a caller's loop scalar.
+  const float res = x == 0 ? -inf : (x == inf ? inf : r);
+  return x >= 0 ? res : std::numeric_limits<float>::quiet_NaN();
+}
+
+/// log1p(x) for float, x >= -1: log(u) * x / (u - 1) with u = 1 + x corrects the
+/// rounding of 1 + x (Goldberg); exact x where u rounds to 1. Branch-free.
+EMBER_VEC_INLINE float log1p_f(float x) {
+  const float u = 1.0f + x;
+  const float d = u - 1.0f;
+  const float r = log_f(u) * (x / (d == 0.0f ? 1.0f : d));
+  return d == 0.0f ? x : (u == std::numeric_limits<float>::infinity() ? u : r);
+}
+
+/// tanh(x) for float within a few ulp: Cephes' odd polynomial below |x| = 0.625,
+/// 1 - 2 / (exp(2|x|) + 1) with the sign above. Branch-free; NaN for NaN.
+EMBER_VEC_INLINE float tanh_f(float x) {
+  const float ax = std::fabs(x);
+  const float z = x * x;
+  float p = -5.70498872745E-3f;
+  p = p * z + 2.06390887954E-2f;
+  p = p * z - 5.37397155531E-2f;
+  p = p * z + 1.33314422036E-1f;
+  p = p * z - 3.33332819422E-1f;
+  const float small = p * z * x + x;
+  const float big = 1.0f - 2.0f / (exp_f(2.0f * ax) + 1.0f);
+  return ax < 0.625f ? small : std::copysign(big, x);
+}
+
+/// erf(x) for float to ~1.5e-7 absolute (Abramowitz-Stegun 7.1.26, as PyTorch's
+/// vectorized float erf). Branch-free; NaN for NaN.
+EMBER_VEC_INLINE float erf_f(float x) {
+  const float ax = std::fabs(x);
+  const float t = 1.0f / (0.3275911f * ax + 1.0f);
+  float r = 1.061405429f;
+  r = r * t - 1.453152027f;
+  r = r * t + 1.421413741f;
+  r = r * t - 0.284496736f;
+  r = r * t + 0.254829592f;
+  const float v = 1.0f - r * t * exp_f(-x * x);
+  return x != x ? x : std::copysign(v, x);
+}
+
+/// The compute-type versions: the vectorizable float ones, libm for double.
+template <typename A>
+EMBER_VEC_INLINE A log1p(A x) {
+  if constexpr (std::is_same<A, float>::value)
+    return log1p_f(x);
+  else
+    return std::log1p(x);
+}
+template <typename A>
+EMBER_VEC_INLINE A tanh(A x) {
+  if constexpr (std::is_same<A, float>::value)
+    return tanh_f(x);
+  else
+    return std::tanh(x);
+}
+template <typename A>
+EMBER_VEC_INLINE A erf(A x) {
+  if constexpr (std::is_same<A, float>::value)
+    return erf_f(x);
+  else
+    return std::erf(x);
 }
 
 /// max over n values of f(i) (A = the compute type); -inf for n == 0.
@@ -79,4 +184,6 @@ inline S sum_of(int64_t n, F f) {
   return s;
 }
 
-}  // namespace ember::cpu::vec
+}  // namespace vec
+}  // namespace EMBER_CPU_NS
+}  // namespace ember::cpu

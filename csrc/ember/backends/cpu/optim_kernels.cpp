@@ -95,12 +95,24 @@ struct GradPrep {
   }
 };
 
-/// Dispatches a templated range function on the dtype of tensor i.
-#define EMBER_OPTIM_DISPATCH(name, ...)                        \
-  dispatch_floating(t.params[i].dtype(), name, [&](auto tag) { \
-    using T = typename decltype(tag)::type;                    \
-    __VA_ARGS__;                                               \
-  })
+/// Element k's gradient as every update reads it: negated for maximize, with the L2
+/// weight decay (kL2) folded in.
+template <bool kL2, typename T, typename M>
+inline M grad_at(const GradPrep<M>& prep, const T* p, const T* g, int64_t k) {
+  M gk = prep.sign * M(g[k]);
+  if constexpr (kL2) gk = gk + prep.l2 * M(p[k]);
+  return gk;
+}
+
+/// The kernels' shared driver: calls f(TypeTag<T>, i, lo, hi) over every range of every
+/// tensor (for_each_range_t), with T the dtype of tensor i.
+template <typename F>
+void for_each_typed_range(const OptimTensors& t, const char* name, const F& f) {
+  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
+    dispatch_floating(t.params[i].dtype(), name, [&](auto tag) { f(tag, i, lo, hi); });
+  });
+}
+#define EMBER_OPTIM_T using T = typename decltype(tag)::type
 
 // ---- SGD ---------------------------------------------------------------------------------
 
@@ -115,8 +127,7 @@ void sgd_range(const OptimTensors& t, const SgdArgs& a, size_t i, int64_t lo, in
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]);
-    M d = prep.sign * M(g[k]);
-    if constexpr (kL2) d = d + prep.l2 * pk;
+    M d = grad_at<kL2>(prep, p, g, k);
     if constexpr (kBuf) {
       M b = store(buf, k, kFirst ? d : mom * M(buf[k]) + damp * d);
       d = kNesterov ? d + mom * b : b;
@@ -127,16 +138,14 @@ void sgd_range(const OptimTensors& t, const SgdArgs& a, size_t i, int64_t lo, in
 
 void sgd_kernel(const OptimTensors& t, const SgdArgs& a) {
   const bool l2 = a.weight_decay != 0, has_buf = !t.state[0].empty();
-  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
-    EMBER_OPTIM_DISPATCH("sgd_step_", with_bool(l2, [&](auto L2) {
-                           if (!has_buf)
-                             return sgd_range<T, L2(), false, false, false>(t, a, i, lo, hi);
-                           with_bool(a.first[i], [&](auto F) {
-                             with_bool(a.nesterov, [&](auto N) {
-                               sgd_range<T, L2(), true, F(), N()>(t, a, i, lo, hi);
-                             });
-                           });
-                         }));
+  for_each_typed_range(t, "sgd_step_", [&](auto tag, size_t i, int64_t lo, int64_t hi) {
+    EMBER_OPTIM_T;
+    with_bool(l2, [&](auto L2) {
+      if (!has_buf) return sgd_range<T, L2(), false, false, false>(t, a, i, lo, hi);
+      with_bool(a.first[i], [&](auto F) {
+        with_bool(a.nesterov, [&](auto N) { sgd_range<T, L2(), true, F(), N()>(t, a, i, lo, hi); });
+      });
+    });
   });
 }
 
@@ -157,8 +166,7 @@ void adam_range(const OptimTensors& t, const AdamArgs& a, size_t i, int64_t lo, 
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]) * prep.p_scale;
-    M gk = prep.sign * M(g[k]);
-    if constexpr (kL2) gk = gk + prep.l2 * M(p[k]);
+    M gk = grad_at<kL2>(prep, p, g, k);
     M mk = store(m, k, lerp(M(m[k]), gk, w1));
     M vk = store(v, k, b2 * M(v[k]) + w2 * gk * gk);
     if constexpr (kAmsgrad) vk = store(vmax, k, max_nan(M(vmax[k]), vk));
@@ -169,11 +177,11 @@ void adam_range(const OptimTensors& t, const AdamArgs& a, size_t i, int64_t lo, 
 
 void adam_kernel(const OptimTensors& t, const AdamArgs& a) {
   const bool l2 = GradPrep<double>::use_l2(a.weight_decay, a.decoupled);
-  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
-    EMBER_OPTIM_DISPATCH("adam_step_", with_bool(l2, [&](auto L2) {
-                           with_bool(a.amsgrad,
-                                     [&](auto A) { adam_range<T, L2(), A()>(t, a, i, lo, hi); });
-                         }));
+  for_each_typed_range(t, "adam_step_", [&](auto tag, size_t i, int64_t lo, int64_t hi) {
+    EMBER_OPTIM_T;
+    with_bool(l2, [&](auto L2) {
+      with_bool(a.amsgrad, [&](auto A) { adam_range<T, L2(), A()>(t, a, i, lo, hi); });
+    });
   });
 }
 
@@ -191,8 +199,7 @@ void adamax_range(const OptimTensors& t, const AdamaxArgs& a, size_t i, int64_t 
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]);
-    M gk = prep.sign * M(g[k]);
-    if constexpr (kL2) gk = gk + prep.l2 * pk;
+    M gk = grad_at<kL2>(prep, p, g, k);
     M mk = store(m, k, lerp(M(m[k]), gk, w1));
     M uk = store(u, k, max_nan(M(u[k]) * b2, std::abs(gk) + eps));
     p[k] = T(pk - clr * (mk / uk));
@@ -200,10 +207,9 @@ void adamax_range(const OptimTensors& t, const AdamaxArgs& a, size_t i, int64_t 
 }
 
 void adamax_kernel(const OptimTensors& t, const AdamaxArgs& a) {
-  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
-    EMBER_OPTIM_DISPATCH("adamax_step_", with_bool(a.weight_decay != 0, [&](auto L2) {
-                           adamax_range<T, L2()>(t, a, i, lo, hi);
-                         }));
+  for_each_typed_range(t, "adamax_step_", [&](auto tag, size_t i, int64_t lo, int64_t hi) {
+    EMBER_OPTIM_T;
+    with_bool(a.weight_decay != 0, [&](auto L2) { adamax_range<T, L2()>(t, a, i, lo, hi); });
   });
 }
 
@@ -222,8 +228,7 @@ void nadam_range(const OptimTensors& t, const NAdamArgs& a, size_t i, int64_t lo
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]) * prep.p_scale;
-    M gk = prep.sign * M(g[k]);
-    if constexpr (kL2) gk = gk + prep.l2 * M(p[k]);
+    M gk = grad_at<kL2>(prep, p, g, k);
     M mk = store(m, k, lerp(M(m[k]), gk, w1));
     M vk = store(v, k, b2 * M(v[k]) + w2 * gk * gk);
     M inv_denom = M(1) / (std::sqrt(vk * inv_bc2) + eps);
@@ -233,9 +238,10 @@ void nadam_range(const OptimTensors& t, const NAdamArgs& a, size_t i, int64_t lo
 
 void nadam_kernel(const OptimTensors& t, const NAdamArgs& a) {
   const bool l2 = GradPrep<double>::use_l2(a.weight_decay, a.decoupled);
-  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
-    EMBER_OPTIM_DISPATCH("nadam_step_",
-                         with_bool(l2, [&](auto L2) { nadam_range<T, L2()>(t, a, i, lo, hi); }));
+  for_each_typed_range(t, "nadam_step_", [&](auto tag, size_t i, int64_t lo, int64_t hi) {
+    EMBER_OPTIM_T;
+
+    with_bool(l2, [&](auto L2) { nadam_range<T, L2()>(t, a, i, lo, hi); });
   });
 }
 
@@ -255,8 +261,7 @@ void radam_range(const OptimTensors& t, const RAdamArgs& a, size_t i, int64_t lo
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]) * prep.p_scale;
-    M gk = prep.sign * M(g[k]);
-    if constexpr (kL2) gk = gk + prep.l2 * M(p[k]);
+    M gk = grad_at<kL2>(prep, p, g, k);
     M mk = store(m, k, lerp(M(m[k]), gk, w1));
     M vk = store(v, k, b2 * M(v[k]) + w2 * gk * gk);
     if constexpr (kRect)
@@ -268,11 +273,11 @@ void radam_range(const OptimTensors& t, const RAdamArgs& a, size_t i, int64_t lo
 
 void radam_kernel(const OptimTensors& t, const RAdamArgs& a) {
   const bool l2 = GradPrep<double>::use_l2(a.weight_decay, a.decoupled);
-  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
-    EMBER_OPTIM_DISPATCH("radam_step_", with_bool(l2, [&](auto L2) {
-                           with_bool(a.rect[i] > 0,
-                                     [&](auto R) { radam_range<T, L2(), R()>(t, a, i, lo, hi); });
-                         }));
+  for_each_typed_range(t, "radam_step_", [&](auto tag, size_t i, int64_t lo, int64_t hi) {
+    EMBER_OPTIM_T;
+    with_bool(l2, [&](auto L2) {
+      with_bool(a.rect[i] > 0, [&](auto R) { radam_range<T, L2(), R()>(t, a, i, lo, hi); });
+    });
   });
 }
 
@@ -291,8 +296,7 @@ void rmsprop_range(const OptimTensors& t, const RmspropArgs& a, size_t i, int64_
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]);
-    M gk = prep.sign * M(g[k]);
-    if constexpr (kL2) gk = gk + prep.l2 * pk;
+    M gk = grad_at<kL2>(prep, p, g, k);
     M sk = store(sq, k, al * M(sq[k]) + w * gk * gk);
     M avg;
     if constexpr (kCentered) {
@@ -310,14 +314,14 @@ void rmsprop_range(const OptimTensors& t, const RmspropArgs& a, size_t i, int64_
 }
 
 void rmsprop_kernel(const OptimTensors& t, const RmspropArgs& a) {
-  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
-    EMBER_OPTIM_DISPATCH("rmsprop_step_", with_bool(a.weight_decay != 0, [&](auto L2) {
-                           with_bool(a.centered, [&](auto C) {
-                             with_bool(a.momentum > 0, [&](auto B) {
-                               rmsprop_range<T, L2(), C(), B()>(t, a, i, lo, hi);
-                             });
-                           });
-                         }));
+  for_each_typed_range(t, "rmsprop_step_", [&](auto tag, size_t i, int64_t lo, int64_t hi) {
+    EMBER_OPTIM_T;
+    with_bool(a.weight_decay != 0, [&](auto L2) {
+      with_bool(a.centered, [&](auto C) {
+        with_bool(a.momentum > 0,
+                  [&](auto B) { rmsprop_range<T, L2(), C(), B()>(t, a, i, lo, hi); });
+      });
+    });
   });
 }
 
@@ -334,18 +338,16 @@ void adagrad_range(const OptimTensors& t, const AdagradArgs& a, size_t i, int64_
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]);
-    M gk = prep.sign * M(g[k]);
-    if constexpr (kL2) gk = gk + prep.l2 * pk;
+    M gk = grad_at<kL2>(prep, p, g, k);
     M sk = store(s, k, M(s[k]) + gk * gk);
     p[k] = T(pk - clr * (gk / (std::sqrt(sk) + eps)));
   }
 }
 
 void adagrad_kernel(const OptimTensors& t, const AdagradArgs& a) {
-  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
-    EMBER_OPTIM_DISPATCH("adagrad_step_", with_bool(a.weight_decay != 0, [&](auto L2) {
-                           adagrad_range<T, L2()>(t, a, i, lo, hi);
-                         }));
+  for_each_typed_range(t, "adagrad_step_", [&](auto tag, size_t i, int64_t lo, int64_t hi) {
+    EMBER_OPTIM_T;
+    with_bool(a.weight_decay != 0, [&](auto L2) { adagrad_range<T, L2()>(t, a, i, lo, hi); });
   });
 }
 
@@ -364,8 +366,7 @@ void adadelta_range(const OptimTensors& t, const AdadeltaArgs& a, size_t i, int6
   const int64_t n = hi - lo;
   for (int64_t k = 0; k < n; ++k) {
     M pk = M(p[k]);
-    M gk = prep.sign * M(g[k]);
-    if constexpr (kL2) gk = gk + prep.l2 * pk;
+    M gk = grad_at<kL2>(prep, p, g, k);
     M sk = store(sq, k, rho * M(sq[k]) + w * gk * gk);
     M delta = std::sqrt(M(acc[k]) + eps) / std::sqrt(sk + eps) * gk;
     store(acc, k, rho * M(acc[k]) + w * delta * delta);
@@ -374,14 +375,13 @@ void adadelta_range(const OptimTensors& t, const AdadeltaArgs& a, size_t i, int6
 }
 
 void adadelta_kernel(const OptimTensors& t, const AdadeltaArgs& a) {
-  for_each_range_t(t, [&](size_t i, int64_t lo, int64_t hi) {
-    EMBER_OPTIM_DISPATCH("adadelta_step_", with_bool(a.weight_decay != 0, [&](auto L2) {
-                           adadelta_range<T, L2()>(t, a, i, lo, hi);
-                         }));
+  for_each_typed_range(t, "adadelta_step_", [&](auto tag, size_t i, int64_t lo, int64_t hi) {
+    EMBER_OPTIM_T;
+    with_bool(a.weight_decay != 0, [&](auto L2) { adadelta_range<T, L2()>(t, a, i, lo, hi); });
   });
 }
 
-#undef EMBER_OPTIM_DISPATCH
+#undef EMBER_OPTIM_T
 
 struct Register {
   Register() {

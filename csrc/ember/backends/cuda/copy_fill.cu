@@ -179,6 +179,14 @@ void register_kernels() {
   constexpr int cuda = int(DeviceType::CUDA);
   copy_stub.fns[cuda] = &copy_kernel;
   fill_stub.fns[cuda] = &fill;
+  register_unary_other_kernels();
+  register_unary_float_kernels();
+  register_binary_arith_kernels();
+  register_binary_compare_kernels();
+  register_reduce_kernels();
+  register_blas_kernels();
+  register_random_kernels();
+  register_softmax_kernels();
 }
 
 }  // namespace ember::cuda

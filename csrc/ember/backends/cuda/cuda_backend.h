@@ -65,7 +65,15 @@ std::vector<TraceEntry> trace();
 /// True when `ptr` lies in memory from cudaHostAlloc / cudaHostRegister.
 bool is_pinned_ptr(const void* ptr);
 
-/// Registers the CUDA kernels (copy, fill) into the op stubs.
+/// Registers every CUDA kernel into the op stubs (calls the per-file functions below).
 void register_kernels();
+void register_unary_other_kernels();     // unary_other.cu
+void register_unary_float_kernels();     // unary_float.cu
+void register_binary_arith_kernels();    // binary_arith.cu (+ clamp, lerp, addcmul, addcdiv)
+void register_binary_compare_kernels();  // binary_compare.cu (+ where)
+void register_reduce_kernels();          // reduce_sum.cu, reduce_minmax.cu
+void register_blas_kernels();            // blas.cu
+void register_random_kernels();          // random.cu
+void register_softmax_kernels();         // softmax.cu
 
 }  // namespace ember::cuda

@@ -46,13 +46,17 @@ def _sig(a):
     return 1 / (1 + np.exp(-a))
 
 
-_erf = np.vectorize(math.erf)
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _unary(name, fn, ref, **kw):
     def samples(device, dtype):
         yield Sample((_x((3, 4), dtype, device),), kw, desc="3x4")
         yield Sample((_x((5,), dtype, device, seed=1, scale=8.0),), kw, desc="wide range")
+        # the fused kernels' TensorIterator layouts
+        yield Sample((_x((3, 8), dtype, device, seed=2)[:, ::2],), kw, desc="noncontig")
+        yield Sample((_x((), dtype, device, seed=3),), kw, desc="0-d")
+        yield Sample((_x((0, 3), dtype, device),), kw, desc="empty")
     return OpEntry(f"nn.functional.{name}", fn, samples, ref=lambda a, **k: ref(a))
 
 

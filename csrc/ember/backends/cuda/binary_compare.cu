@@ -1,0 +1,52 @@
+// CUDA kernels of the comparisons and logical binary ops of kernels/ops.def (kinds
+// COMPARE, LOGICAL; bool result), and of where: the shared functors and dtype
+// policy (kernels/elementwise_kernels.h) over the CUDA loop (loops.cuh). The
+// arithmetic kinds (ARITH, TRUEDIV, FLOATING, BITS) are meant for a separate
+// binary_arith.cu, not in the build yet.
+#include "ember/backends/cuda/loops.cuh"
+#include "ember/kernels/elementwise_kernels.h"
+
+namespace ember::cuda {
+namespace {
+
+template <typename F, Kind K>
+void reg(BinaryOp op) {
+  if constexpr (K == Kind::COMPARE || K == Kind::LOGICAL)
+    binary_stubs[int(op)].fns[int(DeviceType::CUDA)] = &elementwise::binary_kernel<F, K, CudaLoops>;
+}
+
+// where: out <- cond ? a : b, moved as raw elements of out's width (a and b have
+// out's dtype, cond is bool), as the CPU kernel.
+template <typename U>
+struct WhereBody {
+  __device__ __forceinline__ void operator()(char* (&p)[4]) const {
+    const bool c = *reinterpret_cast<const bool*>(p[1]);
+    *reinterpret_cast<U*>(p[0]) = *reinterpret_cast<const U*>(c ? p[2] : p[3]);
+  }
+};
+
+void where_kernel(TensorIterator& it) {
+  switch (element_size(it.dtype(0))) {
+    case 1:
+      return launch_iter<4>(it, WhereBody<uint8_t>{});
+    case 2:
+      return launch_iter<4>(it, WhereBody<uint16_t>{});
+    case 4:
+      return launch_iter<4>(it, WhereBody<uint32_t>{});
+    case 8:
+      return launch_iter<4>(it, WhereBody<uint64_t>{});
+    default:
+      EMBER_ERROR("where: unsupported element size ", element_size(it.dtype(0)));
+  }
+}
+
+}  // namespace
+
+void register_binary_compare_kernels() {
+#define EMBER_REG(n, F, k) reg<fn::F, Kind::k>(BinaryOp::n);
+  EMBER_BINARY_OPS(EMBER_REG)
+#undef EMBER_REG
+  where_stub.fns[int(DeviceType::CUDA)] = &where_kernel;
+}
+
+}  // namespace ember::cuda
