@@ -4,6 +4,7 @@ import itertools
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -265,6 +266,11 @@ DIRECT_CASES = [
 ]
 
 
+def _avx2_cpu():
+    # the direct kernels' condition: the CPU capability selected is AVX2 or better
+    return ember.backends.cpu.get_cpu_capability() in ("avx2", "avx512")
+
+
 def _direct_ref(xs, ws, kw, x, w, b, gy):
     pad, dil = kw.get("padding", 0), kw.get("dilation", 1)
     if pad == "same":
@@ -281,8 +287,12 @@ def _run_conv(fn, x, w, b, gy, kw, grads, dtype=ember.float32, direct=True, thre
     ember._C._set_conv_direct_enabled(direct)
     ember.set_num_threads(threads)
     try:
-        if noncontig:  # x as a transposed view of a [N, C, W, H] buffer
-            xe = t(np.ascontiguousarray(np.swapaxes(x, -1, -2)), device, dtype).transpose(-1, -2)
+        if noncontig:  # x as every other channel (or column) of a buffer twice its size
+            ax = 1 if x.shape[1] > 1 else 3
+            buf = np.repeat(x, 2, axis=ax)
+            sl = (slice(None),) * ax + (slice(1, None, 2),)
+            buf[sl] = np.nan  # never read
+            xe = t(buf, device, dtype)[(slice(None),) * ax + (slice(None, None, 2),)]
             assert not xe.is_contiguous()
             if grads[0]:
                 xe.requires_grad_()
@@ -314,6 +324,7 @@ def test_conv_direct_matches_gemm_and_numpy(device, rng, case, dtype):
     gy = rng.standard_normal(y_ref.shape)
     ref = _direct_ref(xs, ws, kw, x, w, b, gy)
     tol = dict(rtol=1e-4, atol=2e-4) if dtype == ember.float32 else dict(rtol=1e-10, atol=1e-10)
+    calls = ember._C._conv_direct_calls()
     for grads in GRAD_SUBSETS:
         for direct, threads, noncontig in [(True, 1, False), (True, 2, True), (False, 1, False)]:
             got = _run_conv(F.conv2d, x, w, b, gy, kw, grads, dtype, direct, threads, noncontig,
@@ -321,6 +332,12 @@ def test_conv_direct_matches_gemm_and_numpy(device, rng, case, dtype):
             for i, (a, r) in enumerate(zip(got, ref)):
                 if a is not None:
                     np.testing.assert_allclose(a, r, **tol, err_msg=f"{i} {grads} {direct}")
+    # which path ran: the direct kernels take float32 stride-1 convolutions on AVX2 CPUs only
+    ran = ember._C._conv_direct_calls() - calls
+    if dtype != ember.float32 or kw.get("stride", 1) != 1 or device != "cpu":
+        assert ran == 0
+    elif _avx2_cpu():
+        assert ran > 0
     # the weight gradient's slab sums do not depend on the thread count
     gw1 = _run_conv(F.conv2d, x, w, b, gy, kw, (True, True, True), dtype, True, 1)[2]
     gw2 = _run_conv(F.conv2d, x, w, b, gy, kw, (True, True, True), dtype, True, 2)[2]
@@ -338,12 +355,50 @@ def test_conv_direct_kernel_runs(device, rng):
     x, w = rng.standard_normal((4, 16, 14, 14)), rng.standard_normal((16, 16, 3, 3))
     b = rng.standard_normal(16)
     gy = rng.standard_normal((4, 16, 14, 14))
+    before = ember._C._conv_direct_calls()
     on = _run_conv(F.conv2d, x, w, b, gy, dict(padding=1), (True, True, False), direct=True)
+    assert ember._C._conv_direct_calls() == before + 2  # the forward and the backward
     off = _run_conv(F.conv2d, x, w, b, gy, dict(padding=1), (True, True, False), direct=False)
+    assert ember._C._conv_direct_calls() == before + 2
     for a, r in zip(on[:3], off[:3]):
         np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-4)
         assert not np.array_equal(a, r)
     assert ember._C._conv_direct_enabled()
+    # other dtypes and strides take im2col + GEMM
+    xd, wd = t(x, device, ember.float64), t(w, device, ember.float64)
+    F.conv2d(xd, wd, padding=1)
+    F.conv2d(t(x, device, ember.float32), t(w, device, ember.float32), padding=1, stride=2)
+    assert ember._C._conv_direct_calls() == before + 2
+
+
+CAPABILITY_SCRIPT = '''
+import numpy as np, ember, ember.nn.functional as F
+rng = np.random.default_rng(0)
+x, w = rng.standard_normal((3, 16, 14, 14)), rng.standard_normal((16, 16, 3, 3))
+gy = rng.standard_normal((3, 16, 14, 14))
+def run(direct):
+    ember._C._set_conv_direct_enabled(direct)
+    xe = ember.tensor(x, dtype=ember.float32, requires_grad=True)
+    we = ember.tensor(w, dtype=ember.float32, requires_grad=True)
+    y = F.conv2d(xe, we, padding=1)
+    y.backward(ember.tensor(gy, dtype=ember.float32))
+    return [a.detach().numpy() for a in (y, xe.grad, we.grad)]
+on, calls, off = run(True), ember._C._conv_direct_calls(), run(False)
+print(ember.backends.cpu.get_cpu_capability(), calls,
+      all(np.array_equal(a, b) for a, b in zip(on, off)))
+'''
+
+
+def test_conv_direct_off_without_avx2(device):
+    # EMBER_CPU_CAPABILITY=default stands for a CPU without AVX2/FMA: the direct kernels
+    # (compiled with function-level AVX2 targets) must not run, and the results are the
+    # GEMM path's to the bit
+    if device != "cpu":
+        pytest.skip("CPU dispatch")
+    env = dict(os.environ, EMBER_CPU_CAPABILITY="default")
+    out = subprocess.run([sys.executable, "-c", CAPABILITY_SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out == ["default", "0", "True"], out
 
 
 @pytest.mark.parametrize("case", [
@@ -362,6 +417,8 @@ def test_conv1d_direct_matches_gemm(device, rng, case):
                                             kw.get("dilation", 1)), atol=1e-10)
     ref = _run_conv(F.conv1d, x, w, b, gy, kw, (True,) * 3, ember.float64, False)
     for grads in GRAD_SUBSETS:
+        if b is None and not any(grads[:2]):
+            continue  # nothing to differentiate
         got = _run_conv(F.conv1d, x, w, b, gy, kw, grads, ember.float32, True, 2)
         for a, r in zip(got, ref):
             if a is not None:

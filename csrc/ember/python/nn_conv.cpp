@@ -19,6 +19,7 @@ void init_nn_conv(py::module_& m) {
       "_set_conv_direct_enabled", [](bool on) { cpu::set_conv_direct_enabled(on); },
       py::arg("enabled"));
   m.def("_conv_direct_enabled", [] { return cpu::conv_direct_enabled(); });
+  m.def("_conv_direct_calls", [] { return cpu::conv_direct_calls(); });
   m.def(
       "_convolution",
       [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias,

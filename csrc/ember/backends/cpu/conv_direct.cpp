@@ -44,10 +44,12 @@ namespace ember::cpu {
 
 namespace {
 std::atomic<bool> g_direct_enabled{true};
+std::atomic<int64_t> g_direct_calls{0};
 }  // namespace
 
 void set_conv_direct_enabled(bool on) { g_direct_enabled.store(on); }
 bool conv_direct_enabled() { return g_direct_enabled.load(); }
+int64_t conv_direct_calls() { return g_direct_calls.load(); }
 
 #ifndef EMBER_CONV_DIRECT
 
@@ -352,6 +354,7 @@ bool conv_direct_forward(const Tensor& y, const Tensor& x, const Tensor& w, cons
   }
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
+  g_direct_calls.fetch_add(1);
   parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
     std::vector<float> buf(static_cast<size_t>(s.floats()));
     for (int64_t n = n0; n < n1; ++n) {
@@ -391,6 +394,7 @@ bool conv_direct_backward(const Tensor& gx, const Tensor& gw, const Tensor& x, c
   const int64_t nslab = std::min(N, kSlabs);
   // per-slab weight gradients (slab 0 straight into gw), summed in slab order below
   std::vector<float> part(gwp ? static_cast<size_t>((nslab - 1) * Co * K) : 0);
+  g_direct_calls.fetch_add(1);
   parallel_for(0, nslab, 1, [&](int64_t s0, int64_t s1) {
     std::vector<float> bufx(gwp ? static_cast<size_t>(sx.floats()) : 0);
     std::vector<float> bufg(gxp ? static_cast<size_t>(sg.floats()) : 0);

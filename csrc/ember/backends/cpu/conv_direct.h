@@ -14,6 +14,10 @@ namespace ember::cpu {
 /// GEMM path on the same inputs. On by default.
 void set_conv_direct_enabled(bool on);
 bool conv_direct_enabled();
+/// How many forward and backward calls the direct kernels have taken since startup:
+/// the tests check which path ran (and that EMBER_CPU_CAPABILITY=default, or a CPU
+/// without AVX2/FMA, never takes them).
+int64_t conv_direct_calls();
 
 /// y [N, Co, out...] <- conv(x, w) + bias (when defined): x, w contiguous float32, y
 /// contiguous. Returns false, doing nothing, where the direct kernel does not apply
