@@ -103,31 +103,40 @@ bool make_shifts(Shifts& s, int64_t C, int64_t IH, int64_t IW, int64_t OH, int64
   return true;
 }
 
-// buf [C][KW][Pb] <- the shifted copies of the image src [C][IH][IW].
-// (no-tree-loop-distribute-patterns: GCC would turn the short row copies into memmove calls)
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void fill_shifts(
-    float* __restrict__ buf, const float* __restrict__ src, const Shifts& s) {
+__attribute__((target("avx2,fma"))) inline __m256i tail_mask(int64_t n) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane);
+}
+
+// buf [C][KW][Pb] <- the shifted copies of the image src [C][IH][IW]: each copy is
+// zeroed with whole vectors (Pb is a multiple of 16), then the in-image part of each
+// row, [lo, hi) in output columns, is copied 8 floats at a time (a masked tail, so no
+// read past the source row).
+__attribute__((target("avx2,fma"))) void fill_shifts(float* __restrict__ buf,
+                                                     const float* __restrict__ src,
+                                                     const Shifts& s) {
   const int64_t OW = s.OW;
+  const __m256 z = _mm256_setzero_ps();
+  // the rows r of a copy inside the image: 0 <= r - ph < IH
+  const int64_t r0 = std::clamp<int64_t>(s.ph, 0, s.R);
+  const int64_t r1 = std::clamp<int64_t>(s.IH + s.ph, r0, s.R);
   for (int64_t c = 0; c < s.C; ++c) {
     const float* img = src + c * s.IH * s.IW;
     for (int64_t kw = 0; kw < s.KW; ++kw) {
       float* d = buf + (c * s.KW + kw) * s.Pb;
+      for (int64_t i = 0; i < s.Pb; i += 8) _mm256_storeu_ps(d + i, z);
       const int64_t off = kw * s.dw - s.pw;  // image column of output column ow: ow + off
       const int64_t lo = std::min(OW, std::max<int64_t>(0, -off));
       const int64_t hi = std::max(lo, std::min(OW, s.IW - off));
-      for (int64_t r = 0; r < s.R; ++r) {
-        float* dr = d + r * OW;
-        const int64_t ih = r - s.ph;
-        if (ih < 0 || ih >= s.IH) {
-          for (int64_t ow = 0; ow < OW; ++ow) dr[ow] = 0.f;
-          continue;
-        }
-        const float* sr = img + ih * s.IW;
-        for (int64_t ow = 0; ow < lo; ++ow) dr[ow] = 0.f;
-        for (int64_t ow = lo; ow < hi; ++ow) dr[ow] = sr[ow + off];
-        for (int64_t ow = hi; ow < OW; ++ow) dr[ow] = 0.f;
+      const int64_t n = hi - lo, nf = n / 8 * 8;
+      if (n == 0) continue;
+      const __m256i mask = tail_mask(n - nf);
+      for (int64_t r = r0; r < r1; ++r) {
+        float* dr = d + r * OW + lo;
+        const float* sr = img + (r - s.ph) * s.IW + lo + off;
+        for (int64_t j = 0; j < nf; j += 8) _mm256_storeu_ps(dr + j, _mm256_loadu_ps(sr + j));
+        if (n > nf) _mm256_maskstore_ps(dr + nf, mask, _mm256_maskload_ps(sr + nf, mask));
       }
-      for (int64_t i = s.R * OW; i < s.Pb; ++i) d[i] = 0.f;
     }
   }
 }
@@ -149,11 +158,6 @@ std::vector<float> pack_weights(int mr, int64_t Co, int64_t C, int64_t KH, int64
   return p;
 }
 
-__attribute__((target("avx2,fma"))) inline __m256i tail_mask(int64_t n) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane);
-}
-
 // y rows o0 .. o0 + nrows (row stride L) at positions P0 .. P0 + 8 * NV (those below L)
 // <- bias + the taps of the shifted copies `buf` against the packed weights `w` (MR
 // per tap).
@@ -164,8 +168,10 @@ __attribute__((target("avx2,fma"))) void fwd_tile(float* __restrict__ y, int64_t
                                                   const float* __restrict__ bias4, const Shifts& s,
                                                   int64_t P0) {
   __m256 acc[MR][NV];
+#pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) {
     const __m256 b = _mm256_set1_ps(bias4[m]);
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[m][v] = b;
   }
   const int64_t step = s.dh * s.OW, Pb = s.Pb, KH = s.KH, KW = s.KW;
@@ -175,21 +181,29 @@ __attribute__((target("avx2,fma"))) void fwd_tile(float* __restrict__ y, int64_t
       const float* r = bc + kh * step;
       for (int64_t kw = 0; kw < KW; ++kw, r += Pb, w += MR) {
         __m256 x[NV];
+#pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) {
           x[v] = _mm256_loadu_ps(r + 8 * v);
           // keep the loaded vector in a register: folded into each FMA's memory operand,
           // the loads (not the FMAs) would bound the loop
           if (MR > 1) asm("" : "+x"(x[v]));
         }
+#pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) {
           const __m256 b = _mm256_broadcast_ss(w + m);
+#pragma GCC unroll 8
           for (int v = 0; v < NV; ++v) acc[m][v] = _mm256_fmadd_ps(x[v], b, acc[m][v]);
         }
       }
     }
   }
-  for (int m = 0; m < nrows; ++m) {
+// (a constant trip count: indexed by a run-time row count, acc would live on the
+// stack and the FMA loop would store it back on every tap)
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m) {
+    if (m >= nrows) break;
     float* yr = y + m * L;
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
       const int64_t P = P0 + 8 * v, n = L - P;
       if (n >= 8)
@@ -266,39 +280,51 @@ __attribute__((target("avx2,fma"))) void gw_image(float* __restrict__ gwv, int64
   };
   for (int64_t tb = 0; tb < ntb; ++tb) {
     const float* xr[kNT];
+#pragma GCC unroll 8
     for (int j = 0; j < kNT; ++j) xr[j] = tap(tb * kNT + j);
     for (int64_t ob = 0; ob < nob; ++ob) {
       const float* gr[kMR];
+#pragma GCC unroll 8
       for (int m = 0; m < kMR; ++m) {
         const int64_t o = ob * kMR + m;
         gr[m] = o < Co ? gy + o * L : zeros;
       }
       __m256 acc[kMR][kNT];
       float* av = gwv + ((ob * kMR) * Kp + tb * kNT) * 8;
+#pragma GCC unroll 8
       for (int m = 0; m < kMR; ++m)
+#pragma GCC unroll 8
         for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_loadu_ps(av + (m * Kp + j) * 8);
       for (int64_t i = 0; i < nfull; ++i) {
         const int64_t P = i * 8;
         __m256 x[kNT];
+#pragma GCC unroll 8
         for (int j = 0; j < kNT; ++j) {
           x[j] = _mm256_loadu_ps(xr[j] + P);
           asm("" : "+x"(x[j]));
         }
+#pragma GCC unroll 8
         for (int m = 0; m < kMR; ++m) {
           const __m256 g = _mm256_loadu_ps(gr[m] + P);
+#pragma GCC unroll 8
           for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_fmadd_ps(g, x[j], acc[m][j]);
         }
       }
       if (rem) {
         const int64_t P = nfull * 8;
         __m256 x[kNT];
+#pragma GCC unroll 8
         for (int j = 0; j < kNT; ++j) x[j] = _mm256_loadu_ps(xr[j] + P);
+#pragma GCC unroll 8
         for (int m = 0; m < kMR; ++m) {
           const __m256 g = _mm256_maskload_ps(gr[m] + P, mask);
+#pragma GCC unroll 8
           for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_fmadd_ps(g, x[j], acc[m][j]);
         }
       }
+#pragma GCC unroll 8
       for (int m = 0; m < kMR; ++m)
+#pragma GCC unroll 8
         for (int j = 0; j < kNT; ++j) _mm256_storeu_ps(av + (m * Kp + j) * 8, acc[m][j]);
     }
   }
