@@ -70,8 +70,23 @@ constexpr int kMR = 4;  // output channels per register tile (1 where Co < 4)
 constexpr int kNV = 3;  // 8-float vectors of output positions per forward tile (6 with 1 channel)
 constexpr int kNT = 3;  // taps per weight-gradient tile
 constexpr int64_t kSlabs = 16;  // fixed batch slabs of the weight gradient's partial sums
-// Where the direct kernels beat im2col + GEMM (measured with benchmarks/bench_conv.py,
-// one thread): up to kMaxK = C * KH * KW taps per output and kMaxCo output channels.
+// Where the direct kernels are taken: up to kMaxK = C * KH * KW taps per output and
+// kMaxCo output channels; the input gradient (a convolution of gy with Co * KH * KW
+// taps) only where Co * KH * KW <= kMaxK as well, else the whole backward takes the
+// GEMM path. Measured 2026-11-23 on the shared 2-core AMD EPYC dev box, batch 64,
+// 3x3, one thread, process-time medians of 15, direct vs GEMM in ms, forward /
+// forward+backward. The box is loaded by other builds: the same case moves by 10-40%
+// between runs, so only the large gaps mean something (where the backward is on the
+// GEMM in both columns, the fwd+bwd gap beyond the forward's is noise):
+//   16->16 14x14 p1 (K 144):  1.30 vs 1.80 / 3.93 vs 8.85
+//   16->28 14x14 p1 (K 144):  1.46 vs 2.53 / 8.94 vs 12.59
+//   16->64 14x14 p1 (K 144):  3.55 vs 4.20 / 14.52 vs 20.05 (backward on GEMM)
+//   8->32 28x28 p1 (K 72):    3.28 vs 6.89 / 16.83 vs 22.37 (backward on GEMM)
+//   28->64 14x14 p1 (K 252):  5.70 vs 7.11 / 23.0 vs 24.2 (backward on GEMM)
+//   28->64 26x26 p0 (K 252):  17.9 vs 22.4 / 68.5 vs 63.5 (backward on GEMM)
+// Before the input-gradient condition, the direct backward with Co * 9 = 576 taps
+// lost there (fwd+bwd 73.0 vs 63.1 ms at 28->64 26x26). Shapes past kMaxK / kMaxCo
+// were not measured: the limits are where the measurements stop, not a crossover.
 constexpr int64_t kMaxK = 256, kMaxCo = 64;
 // Floats of one image's shifted copies (per thread).
 constexpr int64_t kBufBudget = int64_t(1) << 20;
@@ -403,7 +418,8 @@ bool conv_direct_backward(const Tensor& gx, const Tensor& gw, const Tensor& x, c
   if (!common_apply(gy, Co, groups, g)) return false;
   Shifts sx, sg;  // the copies of x (weight gradient) and of gy (input gradient)
   if (gw.defined() && !fwd_shifts(sx, g)) return false;
-  if (gx.defined() && !bwd_input_shifts(sg, Co, g)) return false;
+  // the input gradient is a convolution of gy with Co * KH * KW taps per output
+  if (gx.defined() && (Co * g.k[1] * g.k[2] > kMaxK || !bwd_input_shifts(sg, Co, g))) return false;
   const int64_t N = gy.sizes()[0], C = g.channels, KH = g.k[1], KW = g.k[2];
   const int64_t plane = g.in[1] * g.in[2], L = g.out[1] * g.out[2], K = C * KH * KW;
   const int64_t Cop = (Co + kMR - 1) / kMR * kMR, Kp = (K + kNT - 1) / kNT * kNT;
