@@ -4,6 +4,7 @@ import itertools
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -220,6 +221,243 @@ def test_conv_per_image_path_matches_chunk_path(device, rng, case):
             if a is not None:
                 np.testing.assert_allclose(a, r, atol=1e-10, rtol=1e-10)
     np.testing.assert_array_equal(run(True, 1)[2], run(True, 2)[2])
+
+
+def np_conv2d_all(x, w, b, gy, stride=1, lo=0, hi=None, dil=1):
+    """y, gx, gw, gb of a 2-d convolution (one group) by explicit taps, in float64."""
+    st, dl = (stride,) * 2 if np.isscalar(stride) else stride, (dil,) * 2 if np.isscalar(dil) else dil
+    lo = (lo,) * 2 if np.isscalar(lo) else lo
+    hi = lo if hi is None else ((hi,) * 2 if np.isscalar(hi) else hi)
+    xp = np.pad(x, ((0, 0), (0, 0), (lo[0], hi[0]), (lo[1], hi[1])))
+    KH, KW = w.shape[2:]
+    OH = (xp.shape[2] - dl[0] * (KH - 1) - 1) // st[0] + 1
+    OW = (xp.shape[3] - dl[1] * (KW - 1) - 1) // st[1] + 1
+    y = np.zeros((x.shape[0], w.shape[0], OH, OW))
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    for kh, kw in itertools.product(range(KH), range(KW)):
+        sl = (slice(None), slice(None),
+              slice(kh * dl[0], kh * dl[0] + st[0] * (OH - 1) + 1, st[0]),
+              slice(kw * dl[1], kw * dl[1] + st[1] * (OW - 1) + 1, st[1]))
+        y += np.einsum("nchw,oc->nohw", xp[sl], w[:, :, kh, kw])
+        if gy is not None:
+            gw[:, :, kh, kw] = np.einsum("nchw,nohw->oc", xp[sl], gy)
+            gxp[sl] += np.einsum("nohw,oc->nchw", gy, w[:, :, kh, kw])
+    if b is not None:
+        y += b[None, :, None, None]
+    gx = gxp[:, :, lo[0]:lo[0] + x.shape[2], lo[1]:lo[1] + x.shape[3]]
+    return y, gx, gw, (gy.sum(axis=(0, 2, 3)) if gy is not None else None)
+
+
+# (x shape, w shape, conv2d keywords): float32 stride-1 convolutions with few channels take
+# the direct kernels on AVX2 CPUs (Note [Direct convolution]), the rest im2col + GEMM.
+DIRECT_CASES = [
+    ((3, 16, 14, 14), (16, 16, 3, 3), dict(padding=1)),  # the tutorial CNN's second conv
+    ((2, 1, 28, 28), (16, 1, 3, 3), dict(padding=1)),  # one input channel
+    ((3, 5, 7, 9), (6, 5, 3, 3), dict(padding=0)),  # channels not multiples of 4 or 8
+    ((2, 10, 17, 33), (7, 10, 3, 3), dict(padding=2)),
+    ((2, 9, 1, 1), (8, 9, 3, 3), dict(padding=1)),  # 1x1 images
+    ((2, 3, 1, 1), (5, 3, 3, 3), dict(padding=2)),
+    ((1, 17, 6, 20), (32, 17, 3, 3), dict(padding=3)),  # padding past the kernel
+    ((2, 6, 9, 8), (5, 6, 4, 3), dict(padding="same", dilation=(1, 2))),  # asymmetric padding
+    ((2, 4, 11, 10), (3, 4, 5, 5), dict(padding=1, dilation=2)),
+    ((2, 3, 5, 40), (4, 3, 1, 7), dict(padding=(0, 3))),
+    ((2, 6, 12, 12), (8, 6, 3, 3), dict(stride=2, padding=1)),  # strided: the GEMM path
+    ((2, 6, 12, 13), (8, 6, 3, 3), dict(stride=(1, 2), padding=1)),
+]
+
+
+def _avx2_cpu():
+    # the direct kernels' condition: the CPU capability selected is AVX2 or better
+    return ember.backends.cpu.get_cpu_capability() in ("avx2", "avx512")
+
+
+def _direct_ref(xs, ws, kw, x, w, b, gy):
+    pad, dil = kw.get("padding", 0), kw.get("dilation", 1)
+    if pad == "same":
+        total = [d * (k - 1) for d, k in zip(dil, ws[2:])]
+        lo, hi = tuple(v // 2 for v in total), tuple(v - v // 2 for v in total)
+    else:
+        lo = hi = pad
+    return np_conv2d_all(x, w, b, gy, kw.get("stride", 1), lo, hi, dil)
+
+
+def _run_conv(fn, x, w, b, gy, kw, grads, dtype=ember.float32, direct=True, threads=1,
+              noncontig=False, device="cpu"):
+    n = ember.get_num_threads()
+    ember._C._set_conv_direct_enabled(direct)
+    ember.set_num_threads(threads)
+    try:
+        if noncontig:  # x as every other channel (or column) of a buffer twice its size
+            ax = 1 if x.shape[1] > 1 else 3
+            buf = np.repeat(x, 2, axis=ax)
+            sl = (slice(None),) * ax + (slice(1, None, 2),)
+            buf[sl] = np.nan  # never read
+            xe = t(buf, device, dtype)[(slice(None),) * ax + (slice(None, None, 2),)]
+            assert not xe.is_contiguous()
+            if grads[0]:
+                xe.requires_grad_()
+        else:
+            xe = t(x, device, dtype, grads[0])
+        we = t(w, device, dtype, grads[1])
+        be = None if b is None else t(b, device, dtype, grads[2])
+        y = fn(xe, we, be, **kw)
+        out = [y.detach().cpu().numpy()]
+        if any(grads):
+            y.backward(t(gy, device, dtype))
+        return out + [e.grad.cpu().numpy() if g and e is not None else None
+                      for e, g in zip((xe, we, be), grads)]
+    finally:
+        ember._C._set_conv_direct_enabled(True)
+        ember.set_num_threads(n)
+
+
+GRAD_SUBSETS = [(True, True, True), (True, False, False), (False, True, False),
+                (False, False, True), (True, True, False), (False, True, True)]
+
+
+@pytest.mark.parametrize("case", DIRECT_CASES)
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_conv_direct_matches_gemm_and_numpy(device, rng, case, dtype):
+    xs, ws, kw = case
+    x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
+    y_ref = _direct_ref(xs, ws, kw, x, w, b, None)[0]
+    gy = rng.standard_normal(y_ref.shape)
+    ref = _direct_ref(xs, ws, kw, x, w, b, gy)
+    tol = dict(rtol=1e-4, atol=2e-4) if dtype == ember.float32 else dict(rtol=1e-10, atol=1e-10)
+    calls = ember._C._conv_direct_calls()
+    for grads in GRAD_SUBSETS:
+        for direct, threads, noncontig in [(True, 1, False), (True, 2, True), (False, 1, False)]:
+            got = _run_conv(F.conv2d, x, w, b, gy, kw, grads, dtype, direct, threads, noncontig,
+                            device)
+            for i, (a, r) in enumerate(zip(got, ref)):
+                if a is not None:
+                    np.testing.assert_allclose(a, r, **tol, err_msg=f"{i} {grads} {direct}")
+    # which path ran: the direct kernels take float32 stride-1 convolutions on AVX2 CPUs only
+    ran = ember._C._conv_direct_calls() - calls
+    if dtype != ember.float32 or kw.get("stride", 1) != 1 or device != "cpu":
+        assert ran == 0
+    elif _avx2_cpu():
+        assert ran > 0
+    # the weight gradient's slab sums do not depend on the thread count
+    gw1 = _run_conv(F.conv2d, x, w, b, gy, kw, (True, True, True), dtype, True, 1)[2]
+    gw2 = _run_conv(F.conv2d, x, w, b, gy, kw, (True, True, True), dtype, True, 2)[2]
+    np.testing.assert_array_equal(gw1, gw2)
+
+
+def test_conv_direct_kernel_runs(device, rng):
+    # the tutorial shape takes the direct kernel on an AVX2 CPU: its sums run in another
+    # order than the GEMM's, so the last bits differ somewhere (and only there)
+    cpu = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if device != "cpu" or " avx2" not in cpu or " fma" not in cpu:
+        pytest.skip("the direct kernels need an x86 CPU with AVX2 and FMA")
+    if os.environ.get("EMBER_CPU_CAPABILITY", "") == "default":
+        pytest.skip("EMBER_CPU_CAPABILITY=default switches the direct kernels off")
+    x, w = rng.standard_normal((4, 16, 14, 14)), rng.standard_normal((16, 16, 3, 3))
+    b = rng.standard_normal(16)
+    gy = rng.standard_normal((4, 16, 14, 14))
+    before = ember._C._conv_direct_calls()
+    on = _run_conv(F.conv2d, x, w, b, gy, dict(padding=1), (True, True, False), direct=True)
+    assert ember._C._conv_direct_calls() == before + 2  # the forward and the backward
+    off = _run_conv(F.conv2d, x, w, b, gy, dict(padding=1), (True, True, False), direct=False)
+    assert ember._C._conv_direct_calls() == before + 2
+    for a, r in zip(on[:3], off[:3]):
+        np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-4)
+        assert not np.array_equal(a, r)
+    assert ember._C._conv_direct_enabled()
+    # other dtypes and strides take im2col + GEMM
+    xd, wd = t(x, device, ember.float64), t(w, device, ember.float64)
+    F.conv2d(xd, wd, padding=1)
+    F.conv2d(t(x, device, ember.float32), t(w, device, ember.float32), padding=1, stride=2)
+    assert ember._C._conv_direct_calls() == before + 2
+
+
+CAPABILITY_SCRIPT = '''
+import numpy as np, ember, ember.nn.functional as F
+rng = np.random.default_rng(0)
+x, w = rng.standard_normal((3, 16, 14, 14)), rng.standard_normal((16, 16, 3, 3))
+gy = rng.standard_normal((3, 16, 14, 14))
+def run(direct):
+    ember._C._set_conv_direct_enabled(direct)
+    xe = ember.tensor(x, dtype=ember.float32, requires_grad=True)
+    we = ember.tensor(w, dtype=ember.float32, requires_grad=True)
+    y = F.conv2d(xe, we, padding=1)
+    y.backward(ember.tensor(gy, dtype=ember.float32))
+    return [a.detach().numpy() for a in (y, xe.grad, we.grad)]
+on, calls, off = run(True), ember._C._conv_direct_calls(), run(False)
+print(ember.backends.cpu.get_cpu_capability(), calls,
+      all(np.array_equal(a, b) for a, b in zip(on, off)))
+'''
+
+
+def test_conv_direct_off_without_avx2(device):
+    # EMBER_CPU_CAPABILITY=default stands for a CPU without AVX2/FMA: the direct kernels
+    # (compiled with function-level AVX2 targets) must not run, and the results are the
+    # GEMM path's to the bit
+    if device != "cpu":
+        pytest.skip("CPU dispatch")
+    env = dict(os.environ, EMBER_CPU_CAPABILITY="default")
+    out = subprocess.run([sys.executable, "-c", CAPABILITY_SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out == ["default", "0", "True"], out
+
+
+@pytest.mark.parametrize("case", [
+    ((3, 11, 50), (9, 11, 5), dict(padding=2)),
+    ((2, 1, 7), (4, 1, 3), dict(padding=0, dilation=2)),
+    ((2, 6, 1), (3, 6, 3), dict(padding=1)),
+])
+def test_conv1d_direct_matches_gemm(device, rng, case):
+    xs, ws, kw = case
+    x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
+    if xs[1] == 1:
+        b = None  # no bias
+    ref = _run_conv(F.conv1d, x, w, b, None, kw, (False,) * 3, ember.float64, False)[0]
+    gy = rng.standard_normal(ref.shape)
+    np.testing.assert_allclose(ref, np_conv(x, w, b, 1, kw["padding"], None,
+                                            kw.get("dilation", 1)), atol=1e-10)
+    ref = _run_conv(F.conv1d, x, w, b, gy, kw, (True,) * 3, ember.float64, False)
+    for grads in GRAD_SUBSETS:
+        if b is None and not any(grads[:2]):
+            continue  # nothing to differentiate
+        got = _run_conv(F.conv1d, x, w, b, gy, kw, grads, ember.float32, True, 2)
+        for a, r in zip(got, ref):
+            if a is not None:
+                np.testing.assert_allclose(a, r, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(padding=0), dict(padding=2, dilation=2)])
+def test_conv_transpose2d_direct_matches_numpy(device, rng, kw):
+    # a stride-1 transposed convolution is the input gradient: the direct kernel's other use
+    x, w, b = (rng.standard_normal(s) for s in ((3, 16, 9, 11), (16, 12, 3, 3), (12,)))
+    ref = np_conv_t(x, w, b, 1, kw["padding"], 0, 1, kw.get("dilation", 1))
+    for direct in (True, False):
+        ember._C._set_conv_direct_enabled(direct)
+        try:
+            got = F.conv_transpose2d(t(x, device, ember.float32), t(w, device, ember.float32),
+                                     t(b, device, ember.float32), **kw)
+        finally:
+            ember._C._set_conv_direct_enabled(True)
+        np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=1e-4, atol=2e-4)
+
+
+def test_conv_direct_double_backward_matches_gemm(device, rng):
+    # second-order gradients run the three convolution primitives on other operands
+    x, w, b = (rng.standard_normal(s) for s in ((2, 8, 6, 7), (5, 8, 3, 3), (5,)))
+    v = rng.standard_normal((2, 8, 6, 7))
+
+    def run(direct):
+        ember._C._set_conv_direct_enabled(direct)
+        try:
+            xe, we, be = (t(a, device, ember.float32, True) for a in (x, w, b))
+            y = F.conv2d(xe, we, be, padding=1)
+            gx, = ember.autograd.grad((y * y).sum(), (xe,), create_graph=True)
+            (gx * t(v, device, ember.float32)).sum().backward()
+            return [e.grad.cpu().numpy() for e in (xe, we, be)]
+        finally:
+            ember._C._set_conv_direct_enabled(True)
+
+    for a, r in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1, output_padding=1),

@@ -1,6 +1,7 @@
 // Bindings of convolution, pooling, padding and resampling: argument conversion
 // only; python/ember/nn/_functional/conv.py normalizes torch's spellings.
 #include "ember/ops/nn_conv.h"
+#include "ember/backends/cpu/conv_direct.h"
 #include "ember/ops/nn_pool.h"
 #include "ember/ops/nn_resample.h"
 #include "ember/python/bind.h"
@@ -13,6 +14,12 @@ Shape to_shape(const std::vector<int64_t>& v) { return Shape(v.begin(), v.end())
 }  // namespace
 
 void init_nn_conv(py::module_& m) {
+  // tests compare the direct float32 kernels with im2col + GEMM (Note [Direct convolution])
+  m.def(
+      "_set_conv_direct_enabled", [](bool on) { cpu::set_conv_direct_enabled(on); },
+      py::arg("enabled"));
+  m.def("_conv_direct_enabled", [] { return cpu::conv_direct_enabled(); });
+  m.def("_conv_direct_calls", [] { return cpu::conv_direct_calls(); });
   m.def(
       "_convolution",
       [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias,

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ember/backends/cpu/blas.h"
+#include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/nn_rnn_math.h"
 #include "ember/backends/cpu/nn_vec.h"
 #include "ember/core/parallel.h"
@@ -321,25 +322,106 @@ inline void mask_row(T* s, const T* mrow, int64_t ms3, int64_t j0, int64_t nb, b
       s[j] = -std::numeric_limits<T>::infinity();
 }
 
+// s[j] <- exp(s[j] - m) for j < n; returns their sum (over kLanes lanes, so that
+// the exp and the sum run as one vectorized pass over the row).
+template <typename T>
+inline T exp_shift_sum(T* __restrict__ s, int64_t n, T m) {
+  T acc[vec::kLanes] = {};
+  int64_t j = 0;
+  for (; j + vec::kLanes <= n; j += vec::kLanes)
+    for (int k = 0; k < vec::kLanes; ++k) {
+      const T e = vec::exp<T>(s[j + k] - m);
+      s[j + k] = e;
+      acc[k] += e;
+    }
+  T r = T(0);
+  for (; j < n; ++j) {
+    const T e = vec::exp<T>(s[j] - m);
+    s[j] = e;
+    r += e;
+  }
+  for (int k = 0; k < vec::kLanes; ++k) r += acc[k];
+  return r;
+}
+
+// What the forward and backward tile loops share: sizes, strides and operand
+// pointers, and the set-up of one tile (its scaled query rows, the (batch, kv head)'s
+// K and V as BLAS operands, the masked score block).
+template <typename T>
+struct Tiles {
+  int64_t B, Hq, L, E, Hk, S, Ev, group;
+  Geo gq, gk, gv, gm;
+  bool has_mask, causal;
+  T scale;
+  const T* qp;
+  const T* kp;
+  const T* vp;
+  const T* mp;
+
+  template <typename Args>
+  explicit Tiles(const Args& a)
+      : B(a.q.size(0)),
+        Hq(a.q.size(1)),
+        L(a.q.size(2)),
+        E(a.q.size(3)),
+        Hk(a.k.size(1)),
+        S(a.k.size(2)),
+        Ev(a.v.size(3)),
+        group(Hq / Hk),
+        gq(a.q),
+        gk(a.k),
+        gv(a.v),
+        gm(a.mask.defined() ? a.mask : a.q),
+        has_mask(a.mask.defined()),
+        causal(a.causal),
+        scale(T(a.scale)),
+        qp(a.q.template data<T>()),
+        kp(a.k.template data<T>()),
+        vp(a.v.template data<T>()),
+        mp(has_mask ? a.mask.template data<T>() : nullptr) {}
+
+  // qs [nq, E] <- rows i0 .. i0 + nq of the queries of (b, h), times the scale.
+  void load_q(T* qs, int64_t b, int64_t h, int64_t i0, int64_t nq) const {
+    for (int64_t ii = 0; ii < nq; ++ii) {
+      const T* qrow = qp + b * gq.s0 + h * gq.s1 + (i0 + ii) * gq.s2;
+      for (int64_t d = 0; d < E; ++d) qs[ii * E + d] = qrow[d * gq.s3] * scale;
+    }
+  }
+
+  // K [S, E] and V [S, Ev] of (b, hk) as row-major BLAS operands (ldk, ldv).
+  void load_kv(int64_t b, int64_t hk, std::vector<T>& kbuf, std::vector<T>& vbuf, const T*& K,
+               int64_t& ldk, const T*& V, int64_t& ldv) const {
+    K = operand(kp + b * gk.s0 + hk * gk.s1, S, E, gk.s2, gk.s3, kbuf, &ldk);
+    V = operand(vp + b * gv.s0 + hk * gv.s1, S, Ev, gv.s2, gv.s3, vbuf, &ldv);
+  }
+
+  // The keys (exclusive end) that query rows i0 .. i0 + nq attend to.
+  int64_t key_end(int64_t i0, int64_t nq) const { return causal ? std::min(S, i0 + nq) : S; }
+
+  // st [nq, nb] <- qs K[j0 .. j0 + nb]^T plus the mask and the causal -inf, for the
+  // query rows i0 .. i0 + nq of (b, h).
+  void scores(T* st, const T* qs, const T* K, int64_t ldk, int64_t b, int64_t h, int64_t i0,
+              int64_t nq, int64_t j0, int64_t nb) const {
+    blas::gemm_serial(false, true, nq, nb, E, T(1), qs, E, K + j0 * ldk, ldk, T(0), st, nb);
+    if (!has_mask && !causal) return;
+    for (int64_t ii = 0; ii < nq; ++ii) {
+      const int64_t i = i0 + ii;
+      mask_row(st + ii * nb, has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr, gm.s3, j0,
+               nb, causal, i);
+    }
+  }
+};
+
 template <typename T>
 void fwd_tiled(const SdpaFwdArgs& a) {
-  const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
-  const int64_t Hk = a.k.size(1), S = a.k.size(2), Ev = a.v.size(3);
-  const int64_t group = Hq / Hk;
-  const Geo gq(a.q), gk(a.k), gv(a.v);
-  const bool has_mask = a.mask.defined();
-  const Geo gm = has_mask ? Geo(a.mask) : gq;
-  const T scale = T(a.scale);
-  const T* qp = a.q.data<T>();
-  const T* kp = a.k.data<T>();
-  const T* vp = a.v.data<T>();
-  const T* mp = has_mask ? a.mask.data<T>() : nullptr;
+  const Tiles<T> tl(a);
+  const int64_t Hq = tl.Hq, L = tl.L, E = tl.E, Hk = tl.Hk, Ev = tl.Ev;
   T* op = a.out.data<T>();
   T* lp = a.lse.data<T>();
   const T ninf = -std::numeric_limits<T>::infinity();
-  const int64_t TK = std::min(S, kTK), nqb = (L + kTQ - 1) / kTQ;
+  const int64_t TK = std::min(tl.S, kTK), nqb = (L + kTQ - 1) / kTQ;
   blas::SerialScope serial;
-  parallel_for(0, B * Hq * nqb, 1, [&](int64_t t0, int64_t t1) {
+  parallel_for(0, tl.B * Hq * nqb, 1, [&](int64_t t0, int64_t t1) {
     auto buf = [](int64_t n) { return std::vector<T>(static_cast<size_t>(n)); };
     std::vector<T> qs = buf(kTQ * E), st = buf(kTQ * TK), o = buf(kTQ * Ev), mx = buf(kTQ),
                    l = buf(kTQ), kbuf, vbuf;
@@ -349,29 +431,22 @@ void fwd_tiled(const SdpaFwdArgs& a) {
     int64_t ldk = 0, ldv = 0;
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t bh = task / nqb, i0 = (task % nqb) * kTQ, nq = std::min(kTQ, L - i0);
-      const int64_t b = bh / Hq, h = bh % Hq, hk = h / group;
-      if (b * Hk + hk != cached) {
+      const int64_t b = bh / Hq, h = bh % Hq, hk = h / tl.group;
+      if (b * Hk + hk != cached) {  // tasks of one (batch, kv head) share K and V
         cached = b * Hk + hk;
-        K = operand(kp + b * gk.s0 + hk * gk.s1, S, E, gk.s2, gk.s3, kbuf, &ldk);
-        V = operand(vp + b * gv.s0 + hk * gv.s1, S, Ev, gv.s2, gv.s3, vbuf, &ldv);
+        tl.load_kv(b, hk, kbuf, vbuf, K, ldk, V, ldv);
       }
-      for (int64_t ii = 0; ii < nq; ++ii) {
-        const T* qrow = qp + b * gq.s0 + h * gq.s1 + (i0 + ii) * gq.s2;
-        for (int64_t d = 0; d < E; ++d) qs[size_t(ii * E + d)] = qrow[d * gq.s3] * scale;
-        mx[size_t(ii)] = ninf;
-        l[size_t(ii)] = T(0);
-      }
+      tl.load_q(qs.data(), b, h, i0, nq);
+      std::fill(mx.begin(), mx.begin() + nq, ninf);
+      std::fill(l.begin(), l.begin() + nq, T(0));
       std::fill(o.begin(), o.begin() + nq * Ev, T(0));
-      const int64_t jend = a.causal ? std::min(S, i0 + nq) : S;
+      const int64_t jend = tl.key_end(i0, nq);
       for (int64_t j0 = 0; j0 < jend; j0 += TK) {
         const int64_t nb = std::min(TK, jend - j0);
-        blas::gemm_serial(false, true, nq, nb, E, T(1), qs.data(), E, K + j0 * ldk, ldk, T(0),
-                          st.data(), nb);
+        tl.scores(st.data(), qs.data(), K, ldk, b, h, i0, nq, j0, nb);
+        // the online softmax: a larger row max rescales the row's sum and output so far
         for (int64_t ii = 0; ii < nq; ++ii) {
-          const int64_t i = i0 + ii;
           T* s = st.data() + ii * nb;
-          mask_row(s, has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr, gm.s3, j0, nb,
-                   a.causal, i);
           const T bm = vec::max_of<T>(nb, [&](int64_t j) { return s[j]; });
           if (bm == ninf) {
             std::fill(s, s + nb, T(0));
@@ -387,9 +462,7 @@ void fwd_tiled(const SdpaFwdArgs& a) {
             }
             m = bm;
           }
-          const T mm = m;
-          for (int64_t j = 0; j < nb; ++j) s[j] = nnmath::exp_(s[j] - mm);
-          l[size_t(ii)] += vec::sum_of<T>(nb, [&](int64_t j) { return s[j]; });
+          l[size_t(ii)] += exp_shift_sum(s, nb, m);
         }
         blas::gemm_serial(false, false, nq, Ev, nb, T(1), st.data(), nb, V + j0 * ldv, ldv, T(1),
                           o.data(), Ev);
@@ -413,17 +486,8 @@ void fwd_tiled(const SdpaFwdArgs& a) {
 
 template <typename T>
 void bwd_tiled(const SdpaBwdArgs& a) {
-  const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
-  const int64_t Hk = a.k.size(1), S = a.k.size(2), Ev = a.v.size(3);
-  const int64_t group = Hq / Hk;
-  const Geo gq(a.q), gk(a.k), gv(a.v);
-  const bool has_mask = a.mask.defined();
-  const Geo gm = has_mask ? Geo(a.mask) : gq;
-  const T scale = T(a.scale);
-  const T* qp = a.q.data<T>();
-  const T* kp = a.k.data<T>();
-  const T* vp = a.v.data<T>();
-  const T* mp = has_mask ? a.mask.data<T>() : nullptr;
+  const Tiles<T> tl(a);
+  const int64_t Hq = tl.Hq, L = tl.L, E = tl.E, Hk = tl.Hk, S = tl.S, Ev = tl.Ev;
   const T* op = a.out.data<T>();
   const T* lp = a.lse.data<T>();
   const T* gop = a.dout.data<T>();
@@ -433,27 +497,27 @@ void bwd_tiled(const SdpaBwdArgs& a) {
   const T ninf = -std::numeric_limits<T>::infinity();
   const int64_t TK = std::min(S, kTK);
   blas::SerialScope serial;
-  parallel_for(0, B * Hk, 1, [&](int64_t t0, int64_t t1) {
+  parallel_for(0, tl.B * Hk, 1, [&](int64_t t0, int64_t t1) {
     auto buf = [](int64_t n) { return std::vector<T>(static_cast<size_t>(n)); };
     std::vector<T> qs = buf(kTQB * E), dq = buf(kTQB * E), P = buf(kTQB * TK), dS = buf(kTQB * TK),
                    Dv = buf(kTQB), lse = buf(kTQB), kbuf, vbuf;
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t b = task / Hk, hk = task % Hk;
       int64_t ldk = 0, ldv = 0;
-      const T* K = operand(kp + b * gk.s0 + hk * gk.s1, S, E, gk.s2, gk.s3, kbuf, &ldk);
-      const T* V = operand(vp + b * gv.s0 + hk * gv.s1, S, Ev, gv.s2, gv.s3, vbuf, &ldv);
+      const T* K = nullptr;
+      const T* V = nullptr;
+      tl.load_kv(b, hk, kbuf, vbuf, K, ldk, V, ldv);
       T* dk = dkp + (b * Hk + hk) * S * E;
       T* dv = dvp + (b * Hk + hk) * S * Ev;
       std::fill(dk, dk + S * E, T(0));
       std::fill(dv, dv + S * Ev, T(0));
-      for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+      for (int64_t h = hk * tl.group; h < (hk + 1) * tl.group; ++h) {
         const int64_t bh = b * Hq + h;
         for (int64_t i0 = 0; i0 < L; i0 += kTQB) {
           const int64_t nq = std::min(kTQB, L - i0);
+          tl.load_q(qs.data(), b, h, i0, nq);
           for (int64_t ii = 0; ii < nq; ++ii) {
             const int64_t i = i0 + ii;
-            const T* qrow = qp + b * gq.s0 + h * gq.s1 + i * gq.s2;
-            for (int64_t d = 0; d < E; ++d) qs[size_t(ii * E + d)] = qrow[d * gq.s3] * scale;
             const T* orow = op + (bh * L + i) * Ev;
             const T* grow = gop + (bh * L + i) * Ev;
             Dv[size_t(ii)] = vec::sum_of<T>(Ev, [&](int64_t e) { return orow[e] * grow[e]; });
@@ -461,15 +525,13 @@ void bwd_tiled(const SdpaBwdArgs& a) {
           }
           std::fill(dq.begin(), dq.begin() + nq * E, T(0));
           const T* dO = gop + (bh * L + i0) * Ev;
-          const int64_t jend = a.causal ? std::min(S, i0 + nq) : S;
+          const int64_t jend = tl.key_end(i0, nq);
           for (int64_t j0 = 0; j0 < jend; j0 += TK) {
             const int64_t nb = std::min(TK, jend - j0);
-            blas::gemm_serial(false, true, nq, nb, E, T(1), qs.data(), E, K + j0 * ldk, ldk, T(0),
-                              P.data(), nb);
+            tl.scores(P.data(), qs.data(), K, ldk, b, h, i0, nq, j0, nb);
             blas::gemm_serial(false, true, nq, nb, Ev, T(1), dO, Ev, V + j0 * ldv, ldv, T(0),
                               dS.data(), nb);
             for (int64_t ii = 0; ii < nq; ++ii) {
-              const int64_t i = i0 + ii;
               T* pr = P.data() + ii * nb;
               T* dsr = dS.data() + ii * nb;
               const T li = lse[size_t(ii)];
@@ -478,11 +540,9 @@ void bwd_tiled(const SdpaBwdArgs& a) {
                 std::fill(dsr, dsr + nb, T(0));
                 continue;
               }
-              mask_row(pr, has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr, gm.s3, j0,
-                       nb, a.causal, i);
               const T Di = Dv[size_t(ii)];
               for (int64_t j = 0; j < nb; ++j) {
-                const T p = nnmath::exp_(pr[j] - li);
+                const T p = vec::exp<T>(pr[j] - li);
                 pr[j] = p;
                 dsr[j] = p * (dsr[j] - Di);
               }
@@ -496,7 +556,7 @@ void bwd_tiled(const SdpaBwdArgs& a) {
           }
           for (int64_t ii = 0; ii < nq; ++ii) {
             T* out = dqp + (bh * L + i0 + ii) * E;
-            for (int64_t d = 0; d < E; ++d) out[d] = dq[size_t(ii * E + d)] * scale;
+            for (int64_t d = 0; d < E; ++d) out[d] = dq[size_t(ii * E + d)] * tl.scale;
           }
         }
       }
@@ -551,6 +611,7 @@ void bwd_kernel(const SdpaBwdArgs& a) {
 
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     sdpa_fwd_stub.fns[int(DeviceType::CPU)] = &fwd_kernel;
     sdpa_bwd_stub.fns[int(DeviceType::CPU)] = &bwd_kernel;
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ember/backends/cpu/blas.h"
+#include "ember/backends/cpu/conv_direct.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/functors.h"
 #include "ember/kernels/stubs/nn_conv.h"
@@ -224,6 +225,8 @@ void fwd_images(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor&
 
 bool conv_fwd_images_kernel(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& bias,
                             int64_t groups, const ConvGeom& g) {
+  // small stride-1 float32 convolutions: Note [Direct convolution]
+  if (conv_direct_forward(y, x, w, bias, groups, g)) return true;
   if (!images_apply(x, w.sizes()[0], groups, g)) return false;
   if (x.dtype() == DType::Float32)
     fwd_images<float>(y, x, w, bias, groups, g);
@@ -297,6 +300,7 @@ void bwd_images(const Tensor& gx, const Tensor& gw, const Tensor& x, const Tenso
 
 bool conv_bwd_images_kernel(const Tensor& gx, const Tensor& gw, const Tensor& x, const Tensor& w,
                             const Tensor& gy, int64_t groups, const ConvGeom& g) {
+  if (conv_direct_backward(gx, gw, x, w, gy, groups, g)) return true;
   if (!images_apply(x, gy.sizes()[1], groups, g)) return false;
   if (x.dtype() == DType::Float32)
     bwd_images<float>(gx, gw, x, w, gy, groups, g);
