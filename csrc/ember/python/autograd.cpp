@@ -96,7 +96,7 @@ Tensor tensor_or_undefined(py::handle h, const char* what) {
   raise(ErrorKind::Type, what, " must be a Tensor or None, not ", type_name(h));
 }
 
-std::vector<Tensor> tensor_list(py::handle h, const char* what) {
+std::vector<Tensor> autograd_tensor_list(py::handle h, const char* what) {
   std::vector<Tensor> out;
   Tensor* t;
   if (as_tensor(h, t)) {
@@ -537,9 +537,9 @@ void bind_tensor_hooks_and_data(py::module_& m) {
 void bind_engine(py::module_& m) {
   m.def("_autograd_backward", [](py::handle tensors, py::handle grads, bool keep_graph,
                                  bool create_graph, py::handle inputs) {
-    std::vector<Tensor> roots = tensor_list(tensors, "tensors");
-    std::vector<Tensor> gs =
-        grads.is_none() ? std::vector<Tensor>(roots.size()) : tensor_list(grads, "grad_tensors");
+    std::vector<Tensor> roots = autograd_tensor_list(tensors, "tensors");
+    std::vector<Tensor> gs = grads.is_none() ? std::vector<Tensor>(roots.size())
+                                             : autograd_tensor_list(grads, "grad_tensors");
     EMBER_CHECK(gs.size() == roots.size(), "grad_tensors has ", gs.size(),
                 " entries but tensors has ", roots.size());
     for (size_t i = 0; i < roots.size(); ++i) {
@@ -559,7 +559,7 @@ void bind_engine(py::module_& m) {
     opts.keep_graph = keep_graph;
     opts.create_graph = create_graph;
     if (!inputs.is_none()) {
-      for (const Tensor& t : tensor_list(inputs, "inputs")) {
+      for (const Tensor& t : autograd_tensor_list(inputs, "inputs")) {
         EMBER_CHECK(autograd::requires_grad(t),
                     "One of the differentiated Tensors does not require grad");
         opts.inputs.push_back(autograd::gradient_edge(t));
@@ -572,10 +572,11 @@ void bind_engine(py::module_& m) {
 
   m.def("_autograd_grad", [](py::handle outputs, py::handle inputs, py::handle grad_outputs,
                              bool keep_graph, bool create_graph, bool allow_unused) {
-    std::vector<Tensor> outs = tensor_list(outputs, "outputs");
-    std::vector<Tensor> ins = tensor_list(inputs, "inputs");
-    std::vector<Tensor> gs = grad_outputs.is_none() ? std::vector<Tensor>(outs.size())
-                                                    : tensor_list(grad_outputs, "grad_outputs");
+    std::vector<Tensor> outs = autograd_tensor_list(outputs, "outputs");
+    std::vector<Tensor> ins = autograd_tensor_list(inputs, "inputs");
+    std::vector<Tensor> gs = grad_outputs.is_none()
+                                 ? std::vector<Tensor>(outs.size())
+                                 : autograd_tensor_list(grad_outputs, "grad_outputs");
     EMBER_CHECK(gs.size() == outs.size(), "grad requires one grad_output per output: got ",
                 gs.size(), " grad_outputs for ", outs.size(), " outputs");
     for (size_t i = 0; i < outs.size(); ++i) {

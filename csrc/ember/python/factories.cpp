@@ -25,7 +25,7 @@ bool is_numpy_scalar(py::handle h) {
   static py::object generic = py::module_::import("numpy").attr("generic");
   return PyObject_IsInstance(h.ptr(), generic.ptr()) == 1;
 }
-bool is_sequence(py::handle h) {
+bool is_data_sequence(py::handle h) {
   PyObject* o = h.ptr();
   if (PyList_Check(o) || PyTuple_Check(o)) return true;
   if (PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o) || PyDict_Check(o))
@@ -82,7 +82,7 @@ struct DataWalker {
       }
       PyObject* o = cur.ptr();
       if (PyFloat_Check(o) || PyLong_Check(o) || is_numpy_scalar(cur)) return;
-      if (!is_sequence(cur)) bad_type(cur);
+      if (!is_data_sequence(cur)) bad_type(cur);
       Py_ssize_t n = PySequence_Size(o);
       if (n < 0) throw py::error_already_set();
       sizes.push_back(n);
@@ -109,7 +109,7 @@ struct DataWalker {
     if (PyLong_Check(o)) return see(DType::Int64);
     Tensor* t;
     if (as_tensor(obj, t)) return see(t->dtype());
-    if (!is_sequence(obj)) {
+    if (!is_data_sequence(obj)) {
       if (PyUnicode_Check(o) || PyBytes_Check(o)) bad_type(obj);
       // PyTorch's infer_scalar_type: RuntimeError for anything else (None, dict, object).
       raise(ErrorKind::Runtime, "Could not infer dtype of ", type_name(obj));
@@ -211,7 +211,7 @@ struct Storer {
     } else if (is_numpy_array(obj) && py::reinterpret_borrow<py::array>(obj).ndim() == 0) {
       // A 0-d ndarray among numbers is a number: tensor([np.array(1.5), 2]).
       if (!as_scalar(obj.attr("item")(), s)) bad_type(obj);
-    } else if (is_sequence(obj) || is_numpy_array(obj)) {
+    } else if (is_data_sequence(obj) || is_numpy_array(obj)) {
       raise(ErrorKind::Value, "expected a number at dim ", dim, " but got a sequence of length ",
             PySequence_Size(o), " (the nested data is ragged; sizes from the first elements are ",
             shape_str(sizes), ")");
@@ -249,7 +249,7 @@ struct Storer {
     if (dim < ndim && is_numpy_array(obj)) return block(ndarray_to_tensor(obj), dim, p);
     if (dim == ndim) return scalar(obj, dim, p);
     PyObject* o = obj.ptr();
-    if (!is_sequence(obj)) {
+    if (!is_data_sequence(obj)) {
       if (PyFloat_Check(o) || PyLong_Check(o) || is_numpy_scalar(obj))
         raise(ErrorKind::Value, "expected sequence of length ", sizes[dim], " at dim ", dim,
               " (got a number of type '", type_name(obj), "')");
@@ -667,7 +667,7 @@ void bind_tensor_methods(py::module_& m) {
     kw.done();
     if (args.size() == 0) return empty(Shape{0}, self.dtype(), dev);
     py::handle a0 = args[0];
-    if (args.size() == 1 && (is_sequence(a0) || is_numpy_array(a0)) &&
+    if (args.size() == 1 && (is_data_sequence(a0) || is_numpy_array(a0)) &&
         !py::isinstance(a0, py::module_::import("ember").attr("Size")))
       return tensor_from_data(a0, self.dtype(), dev, "new");
     return empty(shape_from_args(args, "new", "size"), self.dtype(), dev);

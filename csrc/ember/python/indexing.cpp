@@ -22,7 +22,7 @@ namespace {
 
 bool is_ndarray(py::handle h) { return py::isinstance<py::array>(h); }
 
-bool is_sequence(py::handle h) {
+bool is_index_sequence(py::handle h) {
   PyObject* o = h.ptr();
   return PySequence_Check(o) && !PyUnicode_Check(o) && !PyBytes_Check(o) && !PyByteArray_Check(o);
 }
@@ -69,7 +69,7 @@ struct ListReader {
   void infer_shape(py::handle seq) {
     py::object cur = py::reinterpret_borrow<py::object>(seq);
     Tensor* t;
-    while (is_sequence(cur) && !as_tensor(cur, t)) {
+    while (is_index_sequence(cur) && !as_tensor(cur, t)) {
       Py_ssize_t n = PySequence_Size(cur.ptr());
       if (n < 0) throw py::error_already_set();
       shape.push_back(n);
@@ -87,7 +87,7 @@ struct ListReader {
       py::object e = py::reinterpret_steal<py::object>(PySequence_GetItem(seq.ptr(), i));
       if (!e) throw py::error_already_set();
       Tensor* t;
-      bool nested = is_sequence(e) && !as_tensor(e, t);
+      bool nested = is_index_sequence(e) && !as_tensor(e, t);
       if (depth + 1 < shape.size()) {
         EMBER_CHECK_VALUE(nested, "expected sequence of length ", shape[depth + 1], " at dim ",
                           depth + 1, " (got ", type_name(e), ")");
@@ -150,7 +150,7 @@ TensorIndex parse_one(py::handle obj) {
   if (numpy_scalar(obj, s))
     return s.is_bool() ? TensorIndex::boolean(s.to_bool()) : TensorIndex::integer(s.to_int());
   if (is_ndarray(obj)) return TensorIndex::of(ndarray_to_index(obj));
-  if (is_sequence(obj)) return TensorIndex::of(sequence_to_tensor(obj));
+  if (is_index_sequence(obj)) return TensorIndex::of(sequence_to_tensor(obj));
   if (!PyFloat_Check(o) && PyIndex_Check(o))
     return TensorIndex::integer(int_arg(obj, "index", "index"));
   invalid_index(obj);
@@ -160,7 +160,7 @@ TensorIndex parse_one(py::handle obj) {
 // sequence, tensor, slice, Ellipsis or None is read as a tuple: x[[0, slice(None)]].
 bool treat_sequence_as_tuple(py::handle index) {
   Tensor* t;
-  if (as_tensor(index, t) || is_ndarray(index) || !is_sequence(index)) return false;
+  if (as_tensor(index, t) || is_ndarray(index) || !is_index_sequence(index)) return false;
   Py_ssize_t n = PySequence_Size(index.ptr());
   if (n < 0) {
     PyErr_Clear();
@@ -174,7 +174,8 @@ bool treat_sequence_as_tuple(py::handle index) {
       return false;
     }
     PyObject* p = e.ptr();
-    if (as_tensor(e, t) || is_sequence(e) || PySlice_Check(p) || p == Py_Ellipsis || p == Py_None)
+    if (as_tensor(e, t) || is_index_sequence(e) || PySlice_Check(p) || p == Py_Ellipsis ||
+        p == Py_None)
       return true;
   }
   return false;

@@ -11,7 +11,7 @@ namespace ember::python {
 namespace {
 
 // A list or tuple of Tensors, with PyTorch's TypeErrors.
-std::vector<Tensor> tensor_list(py::handle h, const char* op) {
+std::vector<Tensor> join_tensor_list(py::handle h, const char* op) {
   if (!PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr()))
     raise(ErrorKind::Type, op, "(): argument 'tensors' (position 1) must be tuple of Tensors, not ",
           type_name(h));
@@ -110,7 +110,7 @@ void init_join_sort(py::module_& m) {
     m.def(
         name,
         [name](py::handle tensors, py::object dim, py::object axis, py::handle out) {
-          Tensor r = cat(tensor_list(tensors, name), dim_or_axis(dim, axis, name));
+          Tensor r = cat(join_tensor_list(tensors, name), dim_or_axis(dim, axis, name));
           check_join_out(r, out, name);
           return result_or_out(r, out, name);
         },
@@ -120,23 +120,27 @@ void init_join_sort(py::module_& m) {
   m.def(
       "stack",
       [](py::handle tensors, py::object dim, py::object axis, py::handle out) {
-        Tensor r = stack(tensor_list(tensors, "stack"), dim_or_axis(dim, axis, "stack"));
+        Tensor r = stack(join_tensor_list(tensors, "stack"), dim_or_axis(dim, axis, "stack"));
         check_join_out(r, out, "stack");
         return result_or_out(r, out, "stack");
       },
       py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(), py::arg("axis") = py::none(),
       py::arg("out") = py::none());
   m.def(
-      "hstack", [](py::handle t) { return hstack(tensor_list(t, "hstack")); }, py::arg("tensors"));
-  m.def(
-      "vstack", [](py::handle t) { return vstack(tensor_list(t, "vstack")); }, py::arg("tensors"));
-  m.def(
-      "row_stack", [](py::handle t) { return vstack(tensor_list(t, "row_stack")); },
+      "hstack", [](py::handle t) { return hstack(join_tensor_list(t, "hstack")); },
       py::arg("tensors"));
   m.def(
-      "dstack", [](py::handle t) { return dstack(tensor_list(t, "dstack")); }, py::arg("tensors"));
+      "vstack", [](py::handle t) { return vstack(join_tensor_list(t, "vstack")); },
+      py::arg("tensors"));
   m.def(
-      "column_stack", [](py::handle t) { return column_stack(tensor_list(t, "column_stack")); },
+      "row_stack", [](py::handle t) { return vstack(join_tensor_list(t, "row_stack")); },
+      py::arg("tensors"));
+  m.def(
+      "dstack", [](py::handle t) { return dstack(join_tensor_list(t, "dstack")); },
+      py::arg("tensors"));
+  m.def(
+      "column_stack",
+      [](py::handle t) { return column_stack(join_tensor_list(t, "column_stack")); },
       py::arg("tensors"));
 
   // ---- rearranging -------------------------------------------------------------------
