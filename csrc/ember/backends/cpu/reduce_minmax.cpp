@@ -123,12 +123,18 @@ void minmax_kernel(const ReduceArgs& a) {
   });
 }
 
-// all / any / count_nonzero.
-template <typename T, typename O, int Kind>
+// all / any / count_nonzero. Whether an element is nonzero depends only on its bits: an
+// integer (or bool) is nonzero when any bit is set, a float when any bit but the sign is
+// (-0.0 is zero, NaN is not). So the kernel runs on the unsigned integer of the element's
+// width with a mask that drops a float's sign bit: 4 element types instead of 10, and the
+// 1-byte bool and uint8 outputs share one store (both hold 0 or 1). That is 12 instances
+// instead of 50, half of this file's compile time, with the same integer loops.
+template <typename U, typename O, int Kind>
 struct LogicalOp {
   using acc_t = std::conditional_t<Kind == int(LogicalKind::CountNonzero), int64_t, bool>;
   static constexpr bool kIndexed = false;
   O* out;
+  U mask;  // the bits that make an element nonzero
 
   acc_t init() const { return acc_t(Kind == int(LogicalKind::All)); }
   acc_t combine(acc_t a, acc_t b) const {
@@ -139,20 +145,20 @@ struct LogicalOp {
     else
       return a + b;
   }
-  acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(up(x) != opmath_t<T>(0))); }
+  acc_t step(acc_t a, U x, int64_t) const { return combine(a, acc_t((x & mask) != 0)); }
   void store(const acc_t& a, int64_t off) const { out[off] = O(a); }
 
   // Contiguous rows: integer and/or/add reductions the compiler vectorizes; all/any
   // stop at the first deciding block.
   static constexpr bool kHasRow = true;
-  acc_t row(const T* x, int64_t n, int64_t) const {
-    using M = opmath_t<T>;
+  acc_t row(const U* x, int64_t n, int64_t) const {
+    const U m = mask;
     if constexpr (Kind == int(LogicalKind::CountNonzero)) {
       int64_t c = 0;
       for (int64_t i = 0; i < n; i += 4096) {  // narrow counters vectorize wider
         const int64_t e = std::min(n, i + 4096);
         uint32_t c32 = 0;
-        for (int64_t j = i; j < e; ++j) c32 += uint32_t(up(x[j]) != M(0));
+        for (int64_t j = i; j < e; ++j) c32 += uint32_t((x[j] & m) != 0);
         c += c32;
       }
       return c;
@@ -163,9 +169,9 @@ struct LogicalOp {
         int r = Kind == int(LogicalKind::All) ? 1 : 0;
         for (int64_t j = i; j < e; ++j) {
           if constexpr (Kind == int(LogicalKind::All))
-            r &= int(up(x[j]) != M(0));
+            r &= int((x[j] & m) != 0);
           else
-            r |= int(up(x[j]) != M(0));
+            r |= int((x[j] & m) != 0);
         }
         if (Kind == int(LogicalKind::All) ? !r : r) return Kind != int(LogicalKind::All);
       }
@@ -174,23 +180,46 @@ struct LogicalOp {
   }
 };
 
-template <typename O, int Kind>
+template <typename U, int Kind>
+void logical_bits(const ReduceArgs& a, U mask) {
+  using O = std::conditional_t<Kind == int(LogicalKind::CountNonzero), int64_t, uint8_t>;
+  static_assert(sizeof(bool) == 1, "bool and uint8 outputs share one store");
+  run_reduce<U>(a.in, a.out, a.mask, LogicalOp<U, O, Kind>{a.out.data<O>(), mask});
+}
+
+template <int Kind>
 void logical_typed(const ReduceArgs& a) {
-  dispatch_all(a.in.dtype(), "all", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    run_reduce<T>(a.in, a.out, a.mask, LogicalOp<T, O, Kind>{a.out.data<O>()});
-  });
+  switch (a.in.dtype()) {
+    case DType::Bool:
+    case DType::UInt8:
+    case DType::Int8:
+      return logical_bits<uint8_t, Kind>(a, 0xFF);
+    case DType::Int16:
+      return logical_bits<uint16_t, Kind>(a, 0xFFFF);
+    case DType::Float16:
+    case DType::BFloat16:
+      return logical_bits<uint16_t, Kind>(a, 0x7FFF);
+    case DType::Int32:
+      return logical_bits<uint32_t, Kind>(a, 0xFFFFFFFFu);
+    case DType::Float32:
+      return logical_bits<uint32_t, Kind>(a, 0x7FFFFFFFu);
+    case DType::Int64:
+      return logical_bits<uint64_t, Kind>(a, ~uint64_t(0));
+    case DType::Float64:
+      return logical_bits<uint64_t, Kind>(a, ~uint64_t(0) >> 1);
+    default:
+      EMBER_ERROR("all: unknown dtype ", dtype_name(a.in.dtype()));
+  }
 }
 
 void logical_kernel(const ReduceArgs& a) {
-  const bool u8 = a.out.dtype() == DType::UInt8;
   switch (LogicalKind(a.kind)) {
     case LogicalKind::All:
-      return u8 ? logical_typed<uint8_t, 0>(a) : logical_typed<bool, 0>(a);
+      return logical_typed<0>(a);
     case LogicalKind::Any:
-      return u8 ? logical_typed<uint8_t, 1>(a) : logical_typed<bool, 1>(a);
+      return logical_typed<1>(a);
     case LogicalKind::CountNonzero:
-      return logical_typed<int64_t, 2>(a);
+      return logical_typed<2>(a);
   }
 }
 
