@@ -100,11 +100,9 @@ py::object values_indices(const char* op, const std::tuple<Tensor, Tensor>& r, p
   return pair_or_out(op, std::get<0>(r), std::get<1>(r), out);
 }
 
-}  // namespace
-
-void init_join_sort(py::module_& m) {
-  py::class_<Tensor> cls = tensor_class(m);
-
+void bind_joining(py::module_& m, py::class_<Tensor>& cls) {
+  using py::arg;
+  const auto none = py::none();
   // ---- joining ---------------------------------------------------------------------
   for (const char* name : {"cat", "concat", "concatenate"}) {
     m.def(
@@ -142,7 +140,11 @@ void init_join_sort(py::module_& m) {
       "column_stack",
       [](py::handle t) { return column_stack(join_tensor_list(t, "column_stack")); },
       py::arg("tensors"));
+}
 
+void bind_rearranging(py::module_& m, py::class_<Tensor>& cls) {
+  using py::arg;
+  const auto none = py::none();
   // ---- rearranging -------------------------------------------------------------------
   m.def(
       "flip",
@@ -186,9 +188,12 @@ void init_join_sort(py::module_& m) {
           },
           py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
           py::arg("output_size") = py::none());
+}
 
-  // ---- sorting and searching ----------------------------------------------------------------
+void bind_sorting_and_searching(py::module_& m, py::class_<Tensor>& cls) {
+  using py::arg;
   const auto none = py::none();
+  // ---- sorting and searching ----------------------------------------------------------------
   auto sort_py = [](const Tensor& a, int64_t dim, bool descending, bool stable) {
     return values_indices("sort", sort(a, dim, descending, stable), py::none());
   };
@@ -271,6 +276,15 @@ void init_join_sort(py::module_& m) {
       },
       py::arg("input"), py::arg("boundaries"), py::kw_only(), py::arg("out_int32") = false,
       py::arg("right") = false);
+}
+
+}  // namespace
+
+void init_join_sort(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  bind_joining(m, cls);
+  bind_rearranging(m, cls);
+  bind_sorting_and_searching(m, cls);
 }
 
 }  // namespace ember::python

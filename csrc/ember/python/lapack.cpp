@@ -32,16 +32,10 @@ double rtol_arg(py::handle rtol, py::handle tol) {
   return -1;
 }
 
-}  // namespace
-
-void init_lapack(py::module_& m) {
+void bind_linalg_solvers(py::module_& m, py::module_& L, py::class_<Tensor>& cls) {
   using py::arg;
-  auto none = py::none();
-  py::class_<Tensor> cls = tensor_class(m);
-  py::module_ L = m.def_submodule("_linalg", "ember.linalg's LAPACK-backed functions");
-  // torch.linalg.LinAlgError, a RuntimeError subclass.
-  py::register_exception<LinAlgError>(L, "LinAlgError", PyExc_RuntimeError);
-
+  const auto none = py::none();
+  // ---- solvers, inverses and determinants ----
   def_fn(
       L, "solve",
       [](const Tensor& A, const Tensor& B, bool left, py::handle out) {
@@ -82,6 +76,12 @@ void init_lapack(py::module_& m) {
         return named("linalg_slogdet", {s, l});
       },
       arg("A"));
+}
+
+void bind_linalg_decompositions(py::module_& m, py::module_& L, py::class_<Tensor>& cls) {
+  using py::arg;
+  const auto none = py::none();
+  // ---- decompositions ----
   def_fn(
       L, "cholesky",
       [](const Tensor& A, bool upper, py::handle out) {
@@ -147,6 +147,12 @@ void init_lapack(py::module_& m) {
         return named("linalg_qr", {q, r});
       },
       arg("A"), arg("mode") = "reduced");
+}
+
+void bind_linalg_norms_and_products(py::module_& m, py::module_& L, py::class_<Tensor>& cls) {
+  using py::arg;
+  const auto none = py::none();
+  // ---- rank, norms, least squares, products ----
   def_fn(
       L, "pinv",
       [](const Tensor& A, py::handle atol, py::handle rtol, bool herm, py::handle rcond) {
@@ -222,7 +228,10 @@ void init_lapack(py::module_& m) {
       L, "vecdot",
       [](const Tensor& x, const Tensor& y, int64_t dim) { return linalg_vecdot(x, y, dim); },
       arg("x"), arg("y"), py::kw_only(), arg("dim") = -1);
+}
 
+void bind_linalg_toplevel(py::module_& m, py::module_& L, py::class_<Tensor>& cls) {
+  using py::arg;
   // Top-level names.
   def_op(m, cls, "inverse", kFnMethod | kOut, [](const Tensor& a) { return linalg_inv(a); });
   def_op(m, cls, "det", kFnMethod, [](const Tensor& a) { return linalg_det(a); });
@@ -254,6 +263,19 @@ void init_lapack(py::module_& m) {
         return named("qr", {q, r});
       },
       arg("some") = true);
+}
+
+}  // namespace
+
+void init_lapack(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  py::module_ L = m.def_submodule("_linalg", "ember.linalg's LAPACK-backed functions");
+  // torch.linalg.LinAlgError, a RuntimeError subclass.
+  py::register_exception<LinAlgError>(L, "LinAlgError", PyExc_RuntimeError);
+  bind_linalg_solvers(m, L, cls);
+  bind_linalg_decompositions(m, L, cls);
+  bind_linalg_norms_and_products(m, L, cls);
+  bind_linalg_toplevel(m, L, cls);
 }
 
 }  // namespace ember::python

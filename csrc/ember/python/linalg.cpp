@@ -8,7 +8,7 @@ namespace ember::python {
 namespace {
 
 // A required Tensor argument; TypeError in PyTorch's words otherwise.
-const Tensor& tensor_arg(py::handle h, const char* op, const char* arg, int pos) {
+const Tensor& positional_tensor_arg(py::handle h, const char* op, const char* arg, int pos) {
   Tensor* t;
   if (as_tensor(h, t)) return *t;
   raise(ErrorKind::Type, op, "(): argument '", arg, "' (position ", pos, ") must be Tensor, not ",
@@ -24,8 +24,8 @@ void bind_binary(py::module_& m, py::class_<Tensor>& cls, const char* name, cons
   m.def(
       name,
       [name, fn, fn_out](py::handle a, py::handle b, py::handle out) -> py::object {
-        const Tensor& x = tensor_arg(a, name, "input", 1);
-        const Tensor& y = tensor_arg(b, name, "other", 2);
+        const Tensor& x = positional_tensor_arg(a, name, "input", 1);
+        const Tensor& y = positional_tensor_arg(b, name, "other", 2);
         if (const Tensor* o = out_arg(out, name)) {
           fn_out(x, y, *o);
           return py::reinterpret_borrow<py::object>(out);
@@ -35,7 +35,9 @@ void bind_binary(py::module_& m, py::class_<Tensor>& cls, const char* name, cons
       py::arg("input"), py::arg(arg2), py::kw_only(), py::arg("out") = py::none());
   cls.def(
       name,
-      [name, fn](const Tensor& a, py::handle b) { return fn(a, tensor_arg(b, name, "other", 1)); },
+      [name, fn](const Tensor& a, py::handle b) {
+        return fn(a, positional_tensor_arg(b, name, "other", 1));
+      },
       py::arg(arg2));
 }
 
@@ -55,9 +57,9 @@ void bind_add(py::module_& m, py::class_<Tensor>& cls, const char* name, const c
       name,
       [name, a1, a2, fn, fn_out](py::handle input, py::handle x, py::handle y, py::handle beta,
                                  py::handle alpha, py::handle out) -> py::object {
-        const Tensor& t = tensor_arg(input, name, "input", 1);
-        const Tensor& u = tensor_arg(x, name, a1, 2);
-        const Tensor& v = tensor_arg(y, name, a2, 3);
+        const Tensor& t = positional_tensor_arg(input, name, "input", 1);
+        const Tensor& u = positional_tensor_arg(x, name, a1, 2);
+        const Tensor& v = positional_tensor_arg(y, name, a2, 3);
         Scalar be = scalar_or_one(beta, name, "beta"), al = scalar_or_one(alpha, name, "alpha");
         if (const Tensor* o = out_arg(out, name)) {
           fn_out(t, u, v, be, al, *o);
@@ -71,7 +73,7 @@ void bind_add(py::module_& m, py::class_<Tensor>& cls, const char* name, const c
       name,
       [name, a1, a2, fn](const Tensor& t, py::handle x, py::handle y, py::handle beta,
                          py::handle alpha) {
-        return fn(t, tensor_arg(x, name, a1, 1), tensor_arg(y, name, a2, 2),
+        return fn(t, positional_tensor_arg(x, name, a1, 1), positional_tensor_arg(y, name, a2, 2),
                   scalar_or_one(beta, name, "beta"), scalar_or_one(alpha, name, "alpha"));
       },
       py::arg(a1), py::arg(a2), py::kw_only(), py::arg("beta") = py::none(),
@@ -80,8 +82,9 @@ void bind_add(py::module_& m, py::class_<Tensor>& cls, const char* name, const c
       inplace,
       [inplace, a1, a2, fn_](py::handle self, py::handle x, py::handle y, py::handle beta,
                              py::handle alpha) {
-        fn_(self.cast<Tensor&>(), tensor_arg(x, inplace, a1, 1), tensor_arg(y, inplace, a2, 2),
-            scalar_or_one(beta, inplace, "beta"), scalar_or_one(alpha, inplace, "alpha"));
+        fn_(self.cast<Tensor&>(), positional_tensor_arg(x, inplace, a1, 1),
+            positional_tensor_arg(y, inplace, a2, 2), scalar_or_one(beta, inplace, "beta"),
+            scalar_or_one(alpha, inplace, "alpha"));
         return py::reinterpret_borrow<py::object>(self);
       },
       py::arg(a1), py::arg(a2), py::kw_only(), py::arg("beta") = py::none(),
@@ -97,7 +100,7 @@ void bind_tri(py::module_& m, py::class_<Tensor>& cls, const char* name, const c
   m.def(
       name,
       [name, fn, fn_out](py::handle a, py::handle diag, py::handle out) -> py::object {
-        const Tensor& t = tensor_arg(a, name, "input", 1);
+        const Tensor& t = positional_tensor_arg(a, name, "input", 1);
         int64_t d = int_arg(diag, name, "diagonal");
         if (const Tensor* o = out_arg(out, name)) {
           fn_out(t, d, *o);
@@ -144,7 +147,7 @@ void init_linalg(py::module_& m) {
   bind_tri(m, cls, "triu", "triu_", &triu, &triu_out, &triu_);
 
   m.def(
-      "trace", [](py::handle a) { return trace(tensor_arg(a, "trace", "input", 1)); },
+      "trace", [](py::handle a) { return trace(positional_tensor_arg(a, "trace", "input", 1)); },
       py::arg("input"));
   cls.def("trace", [](const Tensor& a) { return trace(a); });
 

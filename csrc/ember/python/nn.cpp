@@ -34,13 +34,9 @@ Reduction reduction_arg(int64_t r) {
   return Reduction(r);
 }
 
-}  // namespace
-
-void init_nn(py::module_& m) {
-  py::class_<Tensor> cls = tensor_class(m);
+void bind_nn_softmax_and_distance(py::module_& m, py::class_<Tensor>& cls) {
   using py::arg;
   const auto none = py::none();
-
   // ---- public: softmax / log_softmax / pdist / cdist ----
   for (bool log : {false, true}) {
     const char* name = log ? "log_softmax" : "softmax";
@@ -67,9 +63,11 @@ void init_nn(py::module_& m) {
             mode.is_none() ? "use_mm_for_euclid_dist_if_necessary" : mode.cast<std::string>());
       },
       arg("x1"), arg("x2"), arg("p") = 2.0, arg("compute_mode") = none);
+}
 
-  py::module_ nn = m.def_submodule("_nn", "nn kernels behind ember.nn.functional");
-
+void bind_nn_linear_and_activations(py::module_& nn) {
+  using py::arg;
+  const auto none = py::none();
   // ---- linear ----
   nn.def("linear", &linear, arg("input"), arg("weight"), arg("bias") = none);
   nn.def("bilinear", &bilinear, arg("input1"), arg("input2"), arg("weight"), arg("bias") = none);
@@ -120,7 +118,11 @@ void init_nn(py::module_& m) {
   nn.def("logsigmoid", &logsigmoid, arg("input"));
   nn.def("prelu", &prelu, arg("input"), arg("weight"));
   nn.def("glu", &glu, arg("input"), arg("dim") = -1);
+}
 
+void bind_nn_losses(py::module_& nn) {
+  using py::arg;
+  const auto none = py::none();
   // ---- losses (reduction: 0 none, 1 mean, 2 sum) ----
   nn.def(
       "nll_loss",
@@ -176,7 +178,11 @@ void init_nn(py::module_& m) {
          int64_t r, bool zi) { return ctc_loss(lp, t, il, tl, blank, reduction_arg(r), zi); },
       arg("log_probs"), arg("targets"), arg("input_lengths"), arg("target_lengths"),
       arg("blank") = 0, arg("reduction") = 1, arg("zero_infinity") = false);
+}
 
+void bind_nn_norm_and_embedding(py::module_& nn) {
+  using py::arg;
+  const auto none = py::none();
   // ---- normalization ----
   nn.def("batch_norm", &batch_norm, arg("input"), arg("running_mean"), arg("running_var"),
          arg("weight") = none, arg("bias") = none, arg("training") = false, arg("momentum") = 0.1,
@@ -200,6 +206,17 @@ void init_nn(py::module_& m) {
   nn.def("embedding_renorm_", &embedding_renorm_, arg("weight"), arg("indices"), arg("max_norm"),
          arg("norm_type") = 2.0);
   nn.def("one_hot", &one_hot, arg("tensor"), arg("num_classes") = -1);
+}
+
+}  // namespace
+
+void init_nn(py::module_& m) {
+  py::class_<Tensor> cls = tensor_class(m);
+  bind_nn_softmax_and_distance(m, cls);
+  py::module_ nn = m.def_submodule("_nn", "nn kernels behind ember.nn.functional");
+  bind_nn_linear_and_activations(nn);
+  bind_nn_losses(nn);
+  bind_nn_norm_and_embedding(nn);
 }
 
 }  // namespace ember::python

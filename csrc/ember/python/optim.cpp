@@ -44,9 +44,8 @@ std::vector<std::optional<Tensor>> optional_list_arg(py::handle h, const char* o
   return out;
 }
 
-}  // namespace
-
-void init_optim(py::module_& m) {
+void bind_sgd_adam_steps(py::module_& m) {
+  // ---- SGD and Adam/AdamW ----
   m.def(
       "_sgd_step_",
       [](py::handle params, py::handle grads, py::handle bufs, double lr, double momentum,
@@ -80,7 +79,10 @@ void init_optim(py::module_& m) {
       py::arg("max_exp_avg_sqs"), py::arg("state_steps"), py::kw_only(), py::arg("lr"),
       py::arg("beta1"), py::arg("beta2"), py::arg("weight_decay"), py::arg("eps"),
       py::arg("amsgrad"), py::arg("maximize"), py::arg("decoupled_weight_decay"));
+}
 
+void bind_adam_variant_steps(py::module_& m) {
+  // ---- Adam variants: Adamax, NAdam, RAdam ----
   m.def(
       "_adamax_step_",
       [](py::handle params, py::handle grads, py::handle exp_avgs, py::handle exp_infs,
@@ -134,7 +136,10 @@ void init_optim(py::module_& m) {
       py::arg("state_steps"), py::kw_only(), py::arg("lr"), py::arg("beta1"), py::arg("beta2"),
       py::arg("weight_decay"), py::arg("eps"), py::arg("decoupled_weight_decay"),
       py::arg("maximize"));
+}
 
+void bind_adaptive_lr_steps(py::module_& m) {
+  // ---- RMSprop, Adagrad, Adadelta ----
   m.def(
       "_rmsprop_step_",
       [](py::handle params, py::handle grads, py::handle square_avgs, py::handle grad_avgs,
@@ -184,6 +189,14 @@ void init_optim(py::module_& m) {
       py::arg("params"), py::arg("grads"), py::arg("square_avgs"), py::arg("acc_deltas"),
       py::arg("state_steps"), py::kw_only(), py::arg("lr"), py::arg("rho"), py::arg("eps"),
       py::arg("weight_decay"), py::arg("maximize"));
+}
+
+}  // namespace
+
+void init_optim(py::module_& m) {
+  bind_sgd_adam_steps(m);
+  bind_adam_variant_steps(m);
+  bind_adaptive_lr_steps(m);
 }
 
 }  // namespace ember::python

@@ -14,15 +14,12 @@ std::optional<Shape> dims_opt(py::handle h, const char* op) {
   return shape_arg(h, op, "dim");
 }
 
-py::object named(const char* name, const Tensor& a, const Tensor& b) {
+py::object return_pair(const char* name, const Tensor& a, const Tensor& b) {
   return py::module_::import("ember.return_types").attr(name)(wrap(a), wrap(b));
 }
 
-}  // namespace
-
-void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
+void bind_numeric_binary(py::module_& m, py::class_<Tensor>& cls) {
   using py::arg;
-  auto none = py::none();
 
   // Binary ops whose other operand may be a tensor or a Python number.
 #define EMBER_SURFACE_BINARY(name, forms) \
@@ -59,7 +56,9 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
         return clamp_max(a, tensor_or_scalar(v, "clamp_max", "max"));
       },
       arg("max"));
+}
 
+void bind_shift_operators(py::module_& m, py::class_<Tensor>& cls) {
   // Shift operators.
   auto shift_op = [&](const char* py_name, bool left, bool reflected) {
     cls.attr(py_name) = py::cpp_function(
@@ -85,7 +84,11 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
   shift_op("__rrshift__", false, true);
   cls.attr("__ilshift__") = cls.attr("bitwise_left_shift_");
   cls.attr("__irshift__") = cls.attr("bitwise_right_shift_");
+}
 
+void bind_numeric_unary(py::module_& m, py::class_<Tensor>& cls) {
+  using py::arg;
+  auto none = py::none();
   // Unary composites.
 #define EMBER_SURFACE_UNARY(name, forms) \
   def_op(m, cls, #name, forms, [](const Tensor& a) { return name(a); });
@@ -104,7 +107,7 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
       [](const Tensor& a, std::optional<double> eps) { return logit(a, eps); }, arg("eps") = none);
   def_op(m, cls, "frexp", kFnMethod, [](const Tensor& a) {
     auto [mant, ex] = frexp(a);
-    return named("frexp", mant, ex);
+    return return_pair("frexp", mant, ex);
   });
   def_op(
       m, cls, "addcmul", kAll,
@@ -150,7 +153,11 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
   def_op(
       m, cls, "mvlgamma", kAll, [](const Tensor& a, int64_t p) { return mvlgamma(a, p); },
       arg("p"));
+}
 
+void bind_indexing_composites(py::module_& m, py::class_<Tensor>& cls) {
+  using py::arg;
+  auto none = py::none();
   // ---- indexing composites ----
   def_op(
       m, cls, "index_fill", kAll,
@@ -214,32 +221,36 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
           r = std::make_pair(seq[0], seq[1]);
         }
         auto [h, e] = histogram(a, edges, nb, r, weight, density);
-        return named("histogram", h, e);
+        return return_pair("histogram", h, e);
       },
       arg("bins") = 100, py::kw_only(), arg("range") = none, arg("weight") = none,
       arg("density") = false);
   def_op(m, cls, "matrix_exp", kFnMethod, [](const Tensor& a) { return matrix_exp(a); });
+}
 
+void bind_cumulative_and_nan_reductions(py::module_& m, py::class_<Tensor>& cls) {
+  using py::arg;
+  auto none = py::none();
   // ---- reductions and statistics ----
   def_op(
       m, cls, "cummax", kFnMethod,
       [](const Tensor& a, int64_t dim) {
         auto [v, i] = cummax(a, dim);
-        return named("cummax", v, i);
+        return return_pair("cummax", v, i);
       },
       arg("dim"));
   def_op(
       m, cls, "cummin", kFnMethod,
       [](const Tensor& a, int64_t dim) {
         auto [v, i] = cummin(a, dim);
-        return named("cummin", v, i);
+        return return_pair("cummin", v, i);
       },
       arg("dim"));
   def_op(
       m, cls, "mode", kFnMethod,
       [](const Tensor& a, int64_t dim, bool keepdim) {
         auto [v, i] = mode(a, dim, keepdim);
-        return named("mode", v, i);
+        return return_pair("mode", v, i);
       },
       arg("dim") = -1, arg("keepdim") = false);
   def_op(
@@ -247,7 +258,7 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
       [](const Tensor& a, py::handle dim, bool keepdim) -> py::object {
         if (dim.is_none()) return wrap(nanmedian(a));
         auto [v, i] = nanmedian_dim(a, int_arg(dim, "nanmedian", "dim"), keepdim);
-        return named("nanmedian", v, i);
+        return return_pair("nanmedian", v, i);
       },
       arg("dim") = none, arg("keepdim") = false);
   def_op(
@@ -262,13 +273,18 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
         return nanmean(a, dims_opt(dim, "nanmean"), keepdim, optional_dtype(dtype, "nanmean"));
       },
       arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none);
+}
+
+void bind_statistics(py::module_& m, py::class_<Tensor>& cls) {
+  using py::arg;
+  auto none = py::none();
   def_op(
       m, cls, "aminmax", kFnMethod,
       [](const Tensor& a, py::handle dim, bool keepdim) {
         std::optional<int64_t> d;
         if (!dim.is_none()) d = int_arg(dim, "aminmax", "dim");
         auto [lo, hi] = aminmax(a, d, keepdim);
-        return named("aminmax", lo, hi);
+        return return_pair("aminmax", lo, hi);
       },
       py::kw_only(), arg("dim") = none, arg("keepdim") = false);
   def_op(
@@ -336,6 +352,17 @@ void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
                      scalar_arg(mx, "histc", "max").to_double());
       },
       arg("bins") = 100, arg("min") = 0, arg("max") = 0);
+}
+
+}  // namespace
+
+void bind_surface_numerics(py::module_& m, py::class_<Tensor>& cls) {
+  bind_numeric_binary(m, cls);
+  bind_shift_operators(m, cls);
+  bind_numeric_unary(m, cls);
+  bind_indexing_composites(m, cls);
+  bind_cumulative_and_nan_reductions(m, cls);
+  bind_statistics(m, cls);
 }
 
 }  // namespace ember::python
