@@ -157,6 +157,11 @@ py::object result_or_out(const Tensor& r, py::handle out, const char* op);
 /// (PyTorch's out= overloads return torch.return_types.<name>_out).
 py::object pair_or_out(const char* name, const Tensor& a, const Tensor& b, py::handle out);
 
+/// Inside a catch block: sets the Python error for the exception being handled, as the
+/// module's translator (Note [Error translation]) and pybind11 would. For the C slots that
+/// bypass pybind11's dispatcher (Note [Operator slots]).
+void set_python_error() noexcept;
+
 /// Python type name of an object, for messages.
 std::string type_name(py::handle h);
 

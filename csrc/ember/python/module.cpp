@@ -42,6 +42,24 @@ void translate(std::exception_ptr p) {
   }
 }
 
+}  // namespace
+
+void set_python_error() noexcept {
+  const std::exception_ptr p = std::current_exception();
+  try {
+    try {
+      translate(p);  // ember::Error -> its kind's exception
+      return;
+    } catch (...) {
+    }
+    py::detail::translate_exception(p);  // pybind11's: error_already_set, std:: exceptions
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "ember: an unknown C++ exception escaped");
+  }
+}
+
+namespace {
+
 // Loads ember._C_cuda on first use of a CUDA tensor (ember.cuda._lazy_init
 // raises the user-facing error when there is no backend or no GPU).
 void lazy_cuda_init(ember::DeviceType) {

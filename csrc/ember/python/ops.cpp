@@ -339,6 +339,72 @@ void bind_operators(py::module_& m) {
 }
 
 // where, clamp, round(decimals=), lerp, nan_to_num and the type-promotion queries.
+// Note [Operator slots]
+// `a + b` is the hottest call of eager code. Bound with cls.def("__add__"), it runs
+// Python's slot_nb_add, which looks __add__ up by name on the type, then pybind11's
+// dispatcher (argument casters, the overload loop, the result caster). Those two layers were
+// most of a 100-element add. So the number slots of the Tensor type point straight at the C
+// functions below, which do what the bound methods do: the same operand conversion
+// (`operand`: a tensor, a Python or NumPy number, an ndarray), NotImplemented for anything
+// else, the reflected form when the tensor is the right operand (Python calls one slot for
+// both), and the module's error translation. The __add__ ... methods stay in the class dict
+// for explicit calls such as Tensor.__add__(a, b); a Python subclass that defines its own
+// __add__ gets Python's slot for it, as usual. install_operator_slots runs after every
+// cls.def of those names: assigning a dunder on the type resets its slot.
+template <BinaryOp Op>
+PyObject* tensor_nb_binary(PyObject* a, PyObject* b) noexcept {
+  try {
+    Tensor* t;
+    Tensor other;
+    if (as_tensor(a, t)) {
+      if (!operand(b, other)) Py_RETURN_NOTIMPLEMENTED;
+      return wrap(binary(Op, *t, other)).release().ptr();
+    }
+    if (!as_tensor(b, t) || !operand(a, other)) Py_RETURN_NOTIMPLEMENTED;
+    // number / tensor is reciprocal(tensor) * number, as __rtruediv__.
+    if (Op == BinaryOp::div && other.impl()->wrapped_number)
+      return wrap(binary(BinaryOp::mul, unary(UnaryOp::reciprocal, *t), other)).release().ptr();
+    return wrap(binary(Op, other, *t)).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+template <BinaryOp Op>
+PyObject* tensor_nb_inplace(PyObject* self, PyObject* b) noexcept {
+  try {
+    Tensor* t;
+    Tensor other;
+    if (!as_tensor(self, t) || !operand(b, other)) Py_RETURN_NOTIMPLEMENTED;
+    binary_(Op, *t, other);
+    Py_INCREF(self);
+    return self;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+void install_operator_slots(py::module_& m) {
+  auto* type = reinterpret_cast<PyTypeObject*>(tensor_class(m).ptr());
+  PyNumberMethods* nb = type->tp_as_number;
+#define EMBER_SLOT(slot, op)                       \
+  nb->nb_##slot = &tensor_nb_binary<BinaryOp::op>; \
+  nb->nb_inplace_##slot = &tensor_nb_inplace<BinaryOp::op>;
+  EMBER_SLOT(add, add)
+  EMBER_SLOT(subtract, sub)
+  EMBER_SLOT(multiply, mul)
+  EMBER_SLOT(true_divide, div)
+  EMBER_SLOT(floor_divide, floor_divide)
+  EMBER_SLOT(remainder, remainder)
+  EMBER_SLOT(and, bitwise_and)
+  EMBER_SLOT(or, bitwise_or)
+  EMBER_SLOT(xor, bitwise_xor)
+#undef EMBER_SLOT
+  PyType_Modified(type);
+}
+
 void bind_ternary_and_promotion(py::module_& m) {
   py::class_<Tensor> cls = tensor_class(m);
 
@@ -442,6 +508,7 @@ void init_ops(py::module_& m) {
   bind_div_and_aliases(m);
   bind_operators(m);
   bind_ternary_and_promotion(m);
+  install_operator_slots(m);
 }
 
 }  // namespace ember::python
