@@ -5,6 +5,7 @@
 #include <climits>
 #include <string>
 
+#include "ember/autograd/derivatives/formula.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/backends/cpu/blas.h"
@@ -23,7 +24,7 @@ namespace lp = cpu::lapack;
 using autograd::LambdaNode;
 using autograd::variable_list;
 
-inline Tensor S(double v) { return wrap_scalar(Scalar(v)); }
+using autograd::formula::S;
 inline Tensor tmul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
 inline Tensor tsub(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
 inline Tensor tadd(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }

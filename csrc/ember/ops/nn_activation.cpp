@@ -7,6 +7,7 @@
 // or NaN (the unselected branch sees a safe input): its gradient is then exactly 0,
 // not 0 * inf. softmax / log_softmax are fused kernels.
 #include "ember/ops/nn_activation.h"
+#include "ember/autograd/derivatives/formula.h"
 
 #include <cmath>
 
@@ -28,11 +29,7 @@ DispatchStub<ActivationBackwardKernel> activation_backward_stub("activation_back
 namespace {
 using B = BinaryOp;
 using U = UnaryOp;
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor plus(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }
-Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
+using namespace autograd::formula;  // S, plus, minus, mul, div, bin, un
 Tensor gt(const Tensor& a, double v) { return binary(B::gt, a, S(v)); }
 Tensor ge(const Tensor& a, double v) { return binary(B::ge, a, S(v)); }
 Tensor lt(const Tensor& a, double v) { return binary(B::lt, a, S(v)); }

@@ -2,6 +2,7 @@
 // input to rows (M, C) and call one fused kernel; the backward is recorded by
 // derivatives/nn_loss.cpp. The other losses are composites of recorded ops.
 #include "ember/ops/nn_loss.h"
+#include "ember/autograd/derivatives/formula.h"
 
 #include <cmath>
 
@@ -27,11 +28,7 @@ DispatchStub<CtcBackwardKernel> ctc_backward_stub("ctc_loss_backward");
 namespace {
 using B = BinaryOp;
 using U = UnaryOp;
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor plus(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }
-Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
+using namespace autograd::formula;  // S, plus, minus, mul, div, bin, un
 
 void check_floating(const Tensor& x, const char* op) {
   EMBER_CHECK(is_floating(x.dtype()), op, "(): expected a floating input, got ",

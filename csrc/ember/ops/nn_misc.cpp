@@ -2,6 +2,7 @@
 // composites of recorded ops except embedding, which records EmbeddingBackward0
 // for PyTorch's padding_idx / scale_grad_by_freq gradient.
 #include "ember/ops/nn_misc.h"
+#include "ember/autograd/derivatives/formula.h"
 
 #include <cmath>
 
@@ -22,11 +23,7 @@ namespace ember {
 namespace {
 using B = BinaryOp;
 using U = UnaryOp;
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor plus(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }
-Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
+using namespace autograd::formula;  // S, plus, minus, mul, div, bin, un
 
 /// Product of the sizes before the last dim.
 int64_t leading(const Tensor& x, const char* op) {

@@ -3,6 +3,7 @@
 // batch_norm folds the statistics and the affine into one per-channel scale and
 // shift applied by a single kernel pass.
 #include "ember/ops/nn_norm.h"
+#include "ember/autograd/derivatives/formula.h"
 
 #include <cmath>
 
@@ -25,10 +26,7 @@ DispatchStub<ChannelAffineKernel> channel_affine_stub("batch_norm_elemt");
 namespace {
 using B = BinaryOp;
 using U = UnaryOp;
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor plus(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }
-Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
+using namespace autograd::formula;  // S, plus, minus, mul, div, bin, un
 
 int64_t spatial(const Tensor& x) {
   int64_t s = 1;
@@ -44,7 +42,7 @@ Tensor param(const OptTensor& t, const Tensor& x, int64_t n, const char* what, c
   return t->dtype() == x.dtype() ? *t : to_dtype(*t, x.dtype());
 }
 
-void check_floating(const Tensor& x, const char* op) {
+void check_floating_norm(const Tensor& x, const char* op) {
   EMBER_CHECK(is_floating(x.dtype()), op, "(): expected a floating input, got ",
               dtype_name(x.dtype()));
 }
@@ -88,7 +86,7 @@ Tensor batch_norm(const Tensor& x, const OptTensor& running_mean, const OptTenso
                       autocast::to_opt(c_[2]), training, momentum, eps);
   }
   const char* op = "batch_norm";
-  check_floating(x, op);
+  check_floating_norm(x, op);
   EMBER_CHECK(x.dim() >= 2, "batch_norm: expected an input of at least 2 dims (N, C, ...), got ",
               shape_str(x.sizes()));
   const int64_t N = x.sizes()[0], C = x.sizes()[1], Sp = spatial(x);
@@ -146,7 +144,7 @@ Tensor layer_norm(const Tensor& x, const Shape& ns, const OptTensor& weight, con
     autocast::ExcludeGuard g_;
     return layer_norm(c_[0], ns, autocast::to_opt(c_[1]), autocast::to_opt(c_[2]), eps);
   }
-  check_floating(x, "layer_norm");
+  check_floating_norm(x, "layer_norm");
   const int64_t k = int64_t(ns.size());
   EMBER_CHECK(k >= 1,
               "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
@@ -187,7 +185,7 @@ Tensor group_norm(const Tensor& x, int64_t G, const OptTensor& weight, const Opt
     autocast::ExcludeGuard g_;
     return group_norm(c_[0], G, autocast::to_opt(c_[1]), autocast::to_opt(c_[2]), eps);
   }
-  check_floating(x, "group_norm");
+  check_floating_norm(x, "group_norm");
   EMBER_CHECK(x.dim() >= 2, "Expected at least 2 dimensions for input tensor but received ",
               x.dim());
   const int64_t N = x.sizes()[0], C = x.sizes()[1], Sp = spatial(x);
@@ -217,7 +215,7 @@ Tensor group_norm(const Tensor& x, int64_t G, const OptTensor& weight, const Opt
 Tensor instance_norm(const Tensor& x, const OptTensor& running_mean, const OptTensor& running_var,
                      const OptTensor& weight, const OptTensor& bias, bool use_input_stats,
                      double momentum, double eps) {
-  check_floating(x, "instance_norm");
+  check_floating_norm(x, "instance_norm");
   EMBER_CHECK(x.dim() >= 2, "instance_norm: expected an input of at least 2 dims (N, C, ...), got ",
               shape_str(x.sizes()));
   if (!use_input_stats) {

@@ -4,6 +4,7 @@
 // weight tables computed here as torch computes them; grid_sample gathers the
 // four (or one) neighbours with weights that carry the gradient to the grid.
 #include "ember/ops/nn_resample.h"
+#include "ember/autograd/derivatives/formula.h"
 
 #include <cmath>
 
@@ -22,9 +23,7 @@ namespace {
 using B = BinaryOp;
 using U = UnaryOp;
 
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
-Tensor plus(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }
-Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
+using namespace autograd::formula;  // S, plus, minus, mul, div, bin, un
 Tensor num(double v) { return wrap_scalar(Scalar(v)); }
 
 // A 1-d tensor of `v` in dtype `dt` on `dev`.

@@ -139,7 +139,7 @@ const Tensor& run_fill(const Tensor& self, Dist dist, RandomArgs args, const Gen
   return self;
 }
 
-void check_floating(const Tensor& t, const char* op) {
+void check_floating_sampling(const Tensor& t, const char* op) {
   EMBER_CHECK(is_floating(t.dtype()), '"', op, "\" not implemented for '", dtype_name(t.dtype()),
               "' (it needs a floating point tensor)");
 }
@@ -206,7 +206,7 @@ double dtype_max_double(DType t) {
 // ---- in-place fills ----------------------------------------------------------------------
 
 const Tensor& uniform_(const Tensor& self, double from, double to, const Generator& gen) {
-  check_floating(self, "uniform_");
+  check_floating_sampling(self, "uniform_");
   EMBER_CHECK(std::isfinite(from) && std::isfinite(to),
               "uniform_ expects finite bounds, but got from=", from, " and to=", to);
   EMBER_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
@@ -224,7 +224,7 @@ const Tensor& uniform_(const Tensor& self, double from, double to, const Generat
 }
 
 const Tensor& normal_(const Tensor& self, double mean, double std, const Generator& gen) {
-  check_floating(self, "normal_");
+  check_floating_sampling(self, "normal_");
   EMBER_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   RandomArgs a;
   a.a = mean;
@@ -233,7 +233,7 @@ const Tensor& normal_(const Tensor& self, double mean, double std, const Generat
 }
 
 const Tensor& exponential_(const Tensor& self, double lambd, const Generator& gen) {
-  check_floating(self, "exponential_");
+  check_floating_sampling(self, "exponential_");
   EMBER_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
   RandomArgs a;
   a.a = lambd;

@@ -65,7 +65,7 @@ Tensor finish(const Tensor& keep, const Plan& p) {
 }
 
 /// Copies `result` into the user's out= tensor (same shape required; dtype converted).
-const Tensor& write_out(const Tensor& result, const Tensor& out, const char* op) {
+const Tensor& write_reduce_out(const Tensor& result, const Tensor& out, const char* op) {
   check_same_device(out, result, op);
   resize_output(out, result.sizes());
   check_no_internal_overlap(out, op);
@@ -141,7 +141,7 @@ const Tensor& extreme_out(const Tensor& a, const OptDims& dims, bool keepdim, Mi
   EMBER_CHECK(out.dtype() == a.dtype(), "Expected the dtype for input and out to match, but got ",
               scalar_type_name(a.dtype()), " for input's dtype and ", scalar_type_name(out.dtype()),
               " for out's dtype.");
-  return write_out(run_extreme(a, dims, keepdim, kind, op), out, op);
+  return write_reduce_out(run_extreme(a, dims, keepdim, kind, op), out, op);
 }
 
 std::pair<Tensor, Tensor> run_indexed(const Tensor& a, int64_t dim, bool keepdim, bool values,
@@ -237,8 +237,8 @@ Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DTy
 const Tensor& sum_out(const Tensor& a, const OptDims& dims, bool keepdim,
                       std::optional<DType> dtype, const Tensor& out) {
   autograd::check_out_not_differentiable("sum", {&a, &out});
-  return write_out(run_sum(a, dims, keepdim, dtype ? *dtype : out.dtype(), SumKind::Sum), out,
-                   "sum");
+  return write_reduce_out(run_sum(a, dims, keepdim, dtype ? *dtype : out.dtype(), SumKind::Sum),
+                          out, "sum");
 }
 
 Tensor mean(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
@@ -260,8 +260,8 @@ const Tensor& mean_out(const Tensor& a, const OptDims& dims, bool keepdim,
                        std::optional<DType> dtype, const Tensor& out) {
   autograd::check_out_not_differentiable("mean", {&a, &out});
   check_mean_dtype(a, dtype);
-  return write_out(run_sum(a, dims, keepdim, dtype ? *dtype : a.dtype(), SumKind::Mean), out,
-                   "mean");
+  return write_reduce_out(run_sum(a, dims, keepdim, dtype ? *dtype : a.dtype(), SumKind::Mean), out,
+                          "mean");
 }
 
 Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
@@ -281,8 +281,8 @@ Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim, std::opti
 const Tensor& prod_out(const Tensor& a, std::optional<int64_t> dim, bool keepdim,
                        std::optional<DType> dtype, const Tensor& out) {
   autograd::check_out_not_differentiable("prod", {&a, &out});
-  return write_out(run_sum(a, one_dim(dim), keepdim, dtype ? *dtype : out.dtype(), SumKind::Prod),
-                   out, "prod");
+  return write_reduce_out(
+      run_sum(a, one_dim(dim), keepdim, dtype ? *dtype : out.dtype(), SumKind::Prod), out, "prod");
 }
 
 // ---- max / min ----------------------------------------------------------------------------
@@ -556,13 +556,14 @@ Tensor cumprod(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
 const Tensor& cumsum_out(const Tensor& a, int64_t dim, std::optional<DType> dtype,
                          const Tensor& out) {
   autograd::check_out_not_differentiable("cumsum", {&a, &out});
-  return write_out(run_scan(a, dim, dtype ? *dtype : out.dtype(), ScanKind::Cumsum), out, "cumsum");
+  return write_reduce_out(run_scan(a, dim, dtype ? *dtype : out.dtype(), ScanKind::Cumsum), out,
+                          "cumsum");
 }
 const Tensor& cumprod_out(const Tensor& a, int64_t dim, std::optional<DType> dtype,
                           const Tensor& out) {
   autograd::check_out_not_differentiable("cumprod", {&a, &out});
-  return write_out(run_scan(a, dim, dtype ? *dtype : out.dtype(), ScanKind::Cumprod), out,
-                   "cumprod");
+  return write_reduce_out(run_scan(a, dim, dtype ? *dtype : out.dtype(), ScanKind::Cumprod), out,
+                          "cumprod");
 }
 const Tensor& cumsum_(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
   EMBER_CHECK(!dtype || *dtype == a.dtype(), "cumsum_(): dtype ",

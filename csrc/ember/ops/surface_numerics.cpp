@@ -3,6 +3,7 @@
 // safe first so no 0/0 leaks into the gradient.
 #include <cmath>
 
+#include "ember/autograd/derivatives/formula.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/surface.h"
 #include "ember/ops/view.h"
@@ -13,10 +14,8 @@ namespace {
 using B = BinaryOp;
 using U = UnaryOp;
 
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
+using namespace autograd::formula;  // S, plus, minus, mul, div, bin, un
 Tensor SI(int64_t v) { return wrap_scalar(Scalar(v)); }
-Tensor bin(B op, const Tensor& a, const Tensor& b) { return binary(op, a, b); }
-Tensor un(U op, const Tensor& a) { return unary(op, a); }
 
 DType float_result(const Tensor& a, const Tensor& b) {
   DType t = result_type(a, b);

@@ -3,6 +3,7 @@
 // geometric_, log_normal_, cauchy_ and poisson.
 #include <cmath>
 
+#include "ember/autograd/derivatives/formula.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/random.h"
 #include "ember/ops/reduce.h"
@@ -13,7 +14,7 @@ namespace {
 
 using B = BinaryOp;
 using U = UnaryOp;
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
+using namespace autograd::formula;  // S, plus, minus, mul, div, bin, un
 
 const Tensor& write_fill(const Tensor& self, const Tensor& values, const char* op) {
   autograd::check_inplace(self, op);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ember/autograd/derivatives/formula.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -17,9 +18,7 @@ namespace {
 using B = BinaryOp;
 using U = UnaryOp;
 
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor bin(B op, const Tensor& a, const Tensor& b) { return binary(op, a, b); }
-Tensor un(U op, const Tensor& a) { return unary(op, a); }
+using namespace autograd::formula;  // S, plus, minus, mul, div, bin, un
 
 bool read_bool(const Tensor& t) {
   Tensor c = to_device(to_dtype(t, DType::Bool), Device());

@@ -13,6 +13,7 @@
 // Divisions by a zero distance divide by 1 instead and are then masked, so neither
 // the gradient nor its own derivative sees a NaN there.
 #include "ember/autograd/derivatives/distance.h"
+#include "ember/autograd/derivatives/formula.h"
 
 #include <cmath>
 
@@ -27,9 +28,7 @@ namespace {
 
 using B = BinaryOp;
 using U = UnaryOp;
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
+using namespace formula;  // S, plus, minus, mul, div, bin, un
 
 /// num / den where den != 0, else 0.
 Tensor masked_div(const Tensor& num, const Tensor& den) {

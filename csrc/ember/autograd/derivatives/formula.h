@@ -1,4 +1,4 @@
-// Short names for the ember ops derivative formulas are written with. Every
+// Short names for the ember ops that derivative formulas and composite ops are written with. Every
 // one calls a recording front-end, so formulas differentiate again under
 // create_graph=True.
 #pragma once
@@ -12,6 +12,8 @@ inline Tensor plus(const Tensor& a, const Tensor& b) { return binary(BinaryOp::a
 inline Tensor minus(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
 inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
 inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
+inline Tensor bin(BinaryOp op, const Tensor& a, const Tensor& b) { return binary(op, a, b); }
+inline Tensor un(UnaryOp op, const Tensor& a) { return unary(op, a); }
 inline Tensor neg(const Tensor& a) { return unary(UnaryOp::neg, a); }
 inline Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::eq, a, b); }
 inline Tensor land(const Tensor& a, const Tensor& b) { return binary(BinaryOp::logical_and, a, b); }

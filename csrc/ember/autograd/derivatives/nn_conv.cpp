@@ -31,7 +31,7 @@ Tensor bias_grad(const Tensor& g) {
   return sum(g, dims);
 }
 
-void save_if(LambdaNode& n, const Tensor& t, bool needed) {
+void save_conv_if(LambdaNode& n, const Tensor& t, bool needed) {
   n.saved.emplace_back(needed ? t : Tensor(), false);
 }
 
@@ -56,8 +56,8 @@ void record_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, c
         return {gx, gw, gb};
       });
   // x is read by the weight gradient, w by the input gradient (and both by the fused path)
-  save_if(*node, x, node->should_compute_output(1));
-  save_if(*node, w, node->should_compute_output(0));
+  save_conv_if(*node, x, node->should_compute_output(1));
+  save_conv_if(*node, w, node->should_compute_output(0));
 }
 
 void record_conv_backward_input(const Tensor& gy, const Tensor& w, const Tensor& bias,
@@ -70,8 +70,8 @@ void record_conv_backward_input(const Tensor& gy, const Tensor& w, const Tensor&
         if (n.should_compute_output(2)) gb = bias_grad(g[0]);
         return {ggy, gw, gb};
       });
-  save_if(*node, gy, node->should_compute_output(1));
-  save_if(*node, w, node->should_compute_output(0));
+  save_conv_if(*node, gy, node->should_compute_output(1));
+  save_conv_if(*node, w, node->should_compute_output(0));
 }
 
 void record_conv_backward_weight(const Tensor& x, const Tensor& gy, const ConvSpec& s,
@@ -86,8 +86,8 @@ void record_conv_backward_weight(const Tensor& x, const Tensor& gy, const ConvSp
                          ggy = conv_forward(n.unpack(0), g[0], Tensor(), s);
                        return {gx, ggy};
                      });
-  save_if(*node, x, node->should_compute_output(1));
-  save_if(*node, gy, node->should_compute_output(0));
+  save_conv_if(*node, x, node->should_compute_output(1));
+  save_conv_if(*node, gy, node->should_compute_output(0));
 }
 
 void record_im2col(const Tensor& in, const Tensor& out, const Shape& input_hw, const Shape& kernel,

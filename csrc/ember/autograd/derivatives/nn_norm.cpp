@@ -3,6 +3,7 @@
 // formulas run in recorded ops with the statistics recomputed from x, so the
 // result differentiates again, exactly.
 #include "ember/autograd/derivatives/nn_norm.h"
+#include "ember/autograd/derivatives/formula.h"
 
 #include "ember/autograd/record.h"
 #include "ember/kernels/stubs/nn_norm.h"
@@ -14,11 +15,7 @@ namespace ember::autograd {
 namespace {
 using B = BinaryOp;
 using U = UnaryOp;
-Tensor S(double v) { return wrap_scalar(Scalar(v)); }
-Tensor plus(const Tensor& a, const Tensor& b) { return binary(B::add, a, b); }
-Tensor minus(const Tensor& a, const Tensor& b) { return binary(B::sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(B::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(B::div, a, b); }
+using namespace formula;  // S, plus, minus, mul, div, bin, un
 
 /// rstd * (gh - mean(gh) - xhat * mean(gh * xhat)) over `dims`, in recorded ops.
 Tensor normalized_grad(const Tensor& gh, const Tensor& xhat, const Tensor& rstd,
