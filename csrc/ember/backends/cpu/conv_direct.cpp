@@ -123,37 +123,102 @@ __attribute__((target("avx2,fma"))) inline __m256i tail_mask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane);
 }
 
-// buf [C][KW][Pb] <- the shifted copies of the image src [C][IH][IW]: each copy is
-// zeroed with whole vectors (Pb is a multiple of 16), then the in-image part of each
-// row, [lo, hi) in output columns, is copied 8, then 4, then 1 float at a time (no
-// masked stores: vmaskmovps stores are microcoded on AMD Zen and took 60% of this loop).
-__attribute__((optimize("no-tree-loop-distribute-patterns"), target("avx2,fma"))) void fill_shifts(
-    float* __restrict__ buf, const float* __restrict__ src, const Shifts& s) {
-  const int64_t OW = s.OW;
+// buf [C][KW][Pb] <- the shifted copies of the image src [C][IH][IW]. Each row of a
+// copy is written as whole vectors of 8 output columns, loaded with a mask that zeroes
+// the columns outside the image (masked loads are cheap; masked stores are microcoded
+// on AMD Zen). A row's last vector spills up to 7 floats into the next row, which is
+// written after it (rows in ascending order), and the last image row's spill is
+// overwritten by the zeros below the image, written last (Pb >= R * OW + 8 keeps it
+// inside the copy).
+__attribute__((target("avx2,fma"))) void fill_shifts(float* __restrict__ buf,
+                                                     const float* __restrict__ src,
+                                                     const Shifts& s) {
+  const int64_t OW = s.OW, nvr = (OW + 7) / 8;
   const __m256 z = _mm256_setzero_ps();
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i iw = _mm256_set1_epi32(int(s.IW)), neg = _mm256_set1_epi32(-1);
   // the rows r of a copy inside the image: 0 <= r - ph < IH
   const int64_t r0 = std::clamp<int64_t>(s.ph, 0, s.R);
   const int64_t r1 = std::clamp<int64_t>(s.IH + s.ph, r0, s.R);
+  if (s.IW >= 8 && nvr <= 8) {
+    // Rows of up to 64 columns from images at least 8 wide (the common small case):
+    // every vector of a row is one in-row load at a per-(kw, v) column b, its lanes
+    // moved by a per-(kw, v) permutation and masked to the in-image columns (all
+    // zero for vectors wholly in the padding), with no branches per vector.
+    for (int64_t kw = 0; kw < s.KW; ++kw) {
+      const int64_t off = kw * s.dw - s.pw;
+      int64_t B[8];
+      __m256i P[8], M[8];
+      for (int64_t v = 0; v < nvr; ++v) {
+        const int64_t col = v * 8 + off, b = std::clamp<int64_t>(col, 0, s.IW - 8);
+        const __m256i idx = _mm256_add_epi32(lane, _mm256_set1_epi32(int(col)));
+        B[v] = b;
+        P[v] = _mm256_add_epi32(lane, _mm256_set1_epi32(int(std::clamp<int64_t>(col - b, -8, 8))));
+        M[v] = _mm256_and_si256(_mm256_cmpgt_epi32(idx, neg), _mm256_cmpgt_epi32(iw, idx));
+      }
+      for (int64_t c = 0; c < s.C; ++c) {
+        const float* img = src + c * s.IH * s.IW;
+        float* d = buf + (c * s.KW + kw) * s.Pb;
+        for (int64_t i = 0; i < r0 * OW; i += 8) _mm256_storeu_ps(d + i, z);
+        for (int64_t r = r0; r < r1; ++r) {
+          float* dr = d + r * OW;
+          const float* sr = img + (r - s.ph) * s.IW;
+          for (int64_t v = 0; v < nvr; ++v) {
+            const __m256 x = _mm256_permutevar8x32_ps(_mm256_loadu_ps(sr + B[v]), P[v]);
+            _mm256_storeu_ps(dr + v * 8, _mm256_and_ps(x, _mm256_castsi256_ps(M[v])));
+          }
+        }
+        int64_t i = r1 * OW;
+        for (; i + 8 <= s.Pb; i += 8) _mm256_storeu_ps(d + i, z);
+        _mm256_storeu_ps(d + s.Pb - 8, z);
+      }
+    }
+    return;
+  }
   for (int64_t c = 0; c < s.C; ++c) {
     const float* img = src + c * s.IH * s.IW;
     for (int64_t kw = 0; kw < s.KW; ++kw) {
       float* d = buf + (c * s.KW + kw) * s.Pb;
-      for (int64_t i = 0; i < s.Pb; i += 8) _mm256_storeu_ps(d + i, z);
       const int64_t off = kw * s.dw - s.pw;  // image column of output column ow: ow + off
-      const int64_t lo = std::min(OW, std::max<int64_t>(0, -off));
-      const int64_t hi = std::max(lo, std::min(OW, s.IW - off));
-      const int64_t n = hi - lo, nf = n / 8 * 8, n4 = n / 4 * 4;
+      for (int64_t i = 0; i < r0 * OW; i += 8) _mm256_storeu_ps(d + i, z);
       for (int64_t r = r0; r < r1; ++r) {
-        float* dr = d + r * OW + lo;
-        const float* sr = img + (r - s.ph) * s.IW + lo + off;
-        int64_t j = 0;
-        for (; j < nf; j += 8) _mm256_storeu_ps(dr + j, _mm256_loadu_ps(sr + j));
-        if (j < n4) {
-          _mm_storeu_ps(dr + j, _mm_loadu_ps(sr + j));
-          j += 4;
+        float* dr = d + r * OW;
+        const float* sr = img + (r - s.ph) * s.IW;
+        // the image columns col + lane of every vector are in (-2^21, 2^21): int32 is enough
+        for (int64_t v = 0, col = off; v < nvr; ++v, col += 8) {
+          __m256 x;
+          if (col >= 0 && col + 8 <= s.IW) {
+            x = _mm256_loadu_ps(sr + col);
+          } else if (col + 8 > 0 && col < s.IW) {
+            // an edge vector: lane l holds column col + l where that is in the image
+            const __m256i idx = _mm256_add_epi32(lane, _mm256_set1_epi32(int(col)));
+            const __m256i m =
+                _mm256_and_si256(_mm256_cmpgt_epi32(idx, neg), _mm256_cmpgt_epi32(iw, idx));
+            if (s.IW >= 8) {
+              // (not vmaskmovps: that load took 40% of this loop on AMD Zen 3) an in-row
+              // load at b, its lanes moved by col - b and the outside ones zeroed
+              const int64_t b = std::clamp<int64_t>(col, 0, s.IW - 8);
+              const __m256i p = _mm256_add_epi32(lane, _mm256_set1_epi32(int(col - b)));
+              x = _mm256_permutevar8x32_ps(_mm256_loadu_ps(sr + b), p);
+              x = _mm256_and_ps(x, _mm256_castsi256_ps(m));
+            } else {
+              alignas(32) float t[8];
+              for (int l = 0; l < 8; ++l) {
+                const int64_t cl = col + l;
+                t[l] = cl >= 0 && cl < s.IW ? sr[cl] : 0.f;
+              }
+              x = _mm256_load_ps(t);
+            }
+          } else {
+            x = z;
+          }
+          _mm256_storeu_ps(dr + v * 8, x);
         }
-        for (; j < n; ++j) dr[j] = sr[j];
       }
+      // (the last store ends exactly at Pb, a multiple of 8 floats past R * OW + 8)
+      int64_t i = r1 * OW;
+      for (; i + 8 <= s.Pb; i += 8) _mm256_storeu_ps(d + i, z);
+      _mm256_storeu_ps(d + s.Pb - 8, z);
     }
   }
 }
@@ -325,7 +390,10 @@ __attribute__((target("avx2,fma"))) void gw_image(float* __restrict__ gwv, int64
         }
 #pragma GCC unroll 8
         for (int m = 0; m < kMR; ++m) {
-          const __m256 g = _mm256_loadu_ps(gr[m] + P);
+          // one load of gy per row, kept in a register: folded into the FMAs' memory
+          // operands, each row would be loaded kNT times (15 loads per 12 FMAs)
+          __m256 g = _mm256_loadu_ps(gr[m] + P);
+          asm("" : "+x"(g));
 #pragma GCC unroll 8
           for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_fmadd_ps(g, x[j], acc[m][j]);
         }
