@@ -396,8 +396,11 @@ __attribute__((target("avx2,fma"))) void gw_images(float* __restrict__ gwv, int6
   const int64_t nob = (Co + kMR - 1) / kMR, ntb = (K + kNT - 1) / kNT, Kp = ntb * kNT;
   const int64_t nfull = L / 8, rem = L % 8;
   const __m256 xmask = _mm256_castsi256_ps(tail_mask(rem));
-  for (int64_t tb = 0; tb < ntb; ++tb) {
-    for (int64_t ob = 0; ob < nob; ++ob) {
+  // output-channel blocks outermost: the block's gy rows of every image (4 rows x
+  // nimg) stay in L1 while the taps stream past (tap blocks outermost re-read all of gy,
+  // past L1 for several images, once per tap block)
+  for (int64_t ob = 0; ob < nob; ++ob) {
+    for (int64_t tb = 0; tb < ntb; ++tb) {
       __m256 acc[kMR][kNT];
       float* av = gwv + ((ob * kMR) * Kp + tb * kNT) * 8;
 #pragma GCC unroll 8
