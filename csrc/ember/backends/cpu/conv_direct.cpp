@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 #include <vector>
 
 #include "ember/backends/cpu/capability.h"
@@ -162,13 +163,35 @@ __attribute__((target("avx2,fma"))) void fill_shifts(float* __restrict__ buf,
         const float* img = src + c * s.IH * s.IW;
         float* d = buf + (c * s.KW + kw) * s.Pb;
         for (int64_t i = 0; i < r0 * OW; i += 8) _mm256_storeu_ps(d + i, z);
-        for (int64_t r = r0; r < r1; ++r) {
-          float* dr = d + r * OW;
-          const float* sr = img + (r - s.ph) * s.IW;
-          for (int64_t v = 0; v < nvr; ++v) {
-            const __m256 x = _mm256_permutevar8x32_ps(_mm256_loadu_ps(sr + B[v]), P[v]);
-            _mm256_storeu_ps(dr + v * 8, _mm256_and_ps(x, _mm256_castsi256_ps(M[v])));
+        auto rows = [&](auto nv_c) {
+          // NV > 0: the row's vector count as a constant (P and M stay in registers)
+          constexpr int NV = decltype(nv_c)::value;
+          const int64_t n = NV > 0 ? NV : nvr;
+          for (int64_t r = r0; r < r1; ++r) {
+            float* dr = d + r * OW;
+            const float* sr = img + (r - s.ph) * s.IW;
+#pragma GCC unroll 8
+            for (int64_t v = 0; v < n; ++v) {
+              const __m256 x = _mm256_permutevar8x32_ps(_mm256_loadu_ps(sr + B[v]), P[v]);
+              _mm256_storeu_ps(dr + v * 8, _mm256_and_ps(x, _mm256_castsi256_ps(M[v])));
+            }
           }
+        };
+        switch (nvr) {
+          case 1:
+            rows(std::integral_constant<int, 1>());
+            break;
+          case 2:
+            rows(std::integral_constant<int, 2>());
+            break;
+          case 3:
+            rows(std::integral_constant<int, 3>());
+            break;
+          case 4:
+            rows(std::integral_constant<int, 4>());
+            break;
+          default:
+            rows(std::integral_constant<int, 0>());
         }
         int64_t i = r1 * OW;
         for (; i + 8 <= s.Pb; i += 8) _mm256_storeu_ps(d + i, z);
