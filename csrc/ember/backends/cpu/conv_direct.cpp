@@ -18,7 +18,7 @@
 // The forward tile keeps 4 output channels x 24 positions in 12 AVX2 registers:
 // per tap 3 loads of S, 4 weight broadcasts and 12 FMAs (the FMAs, not the loads,
 // bound it). The weight-gradient tile keeps 4 output channels x 3 taps of 8-wide
-// partial sums in registers over a whole image (per 8 positions 4 + 3 loads and
+// partial sums in registers over up to 4 whole images (per 8 positions 4 + 3 loads and
 // 12 FMAs) and adds them to a per-slab array of partial-sum vectors, reduced at the
 // end in a fixed order (the result does not depend on the thread count).
 // Positions past OH*OW in the last vector are computed on zeros and never stored;
@@ -88,6 +88,8 @@ constexpr int64_t kGwImages = 4, kGwFloats = int64_t(1) << 18;
 //   8->32 28x28 p1 (K 72):    3.28 vs 6.89 / 16.83 vs 22.37 (backward on GEMM)
 //   28->64 14x14 p1 (K 252):  5.70 vs 7.11 / 23.0 vs 24.2 (backward on GEMM)
 //   28->64 26x26 p0 (K 252):  17.9 vs 22.4 / 68.5 vs 63.5 (backward on GEMM)
+// (These predate the faster shifted copies, unrolled 3x3 taps and multi-image
+// weight-gradient passes; the limits were not re-measured after them.)
 // Before the input-gradient condition, the direct backward with Co * 9 = 576 taps
 // lost there (fwd+bwd 73.0 vs 63.1 ms at 28->64 26x26). Shapes past kMaxK / kMaxCo
 // were not measured: the limits are where the measurements stop, not a crossover.
