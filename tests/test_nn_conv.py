@@ -257,6 +257,8 @@ DIRECT_CASES = [
     ((2, 10, 17, 33), (7, 10, 3, 3), dict(padding=2)),
     ((2, 9, 1, 1), (8, 9, 3, 3), dict(padding=1)),  # 1x1 images
     ((2, 3, 1, 1), (5, 3, 3, 3), dict(padding=2)),
+    ((3, 5, 2, 2), (6, 5, 3, 3), dict(padding=1)),  # 2x2 images
+    ((2, 4, 2, 2), (4, 4, 2, 2), dict(padding=0)),  # a 2x2 kernel on a 2x2 image: one output
     ((1, 17, 6, 20), (32, 17, 3, 3), dict(padding=3)),  # padding past the kernel
     ((2, 6, 9, 8), (5, 6, 4, 3), dict(padding="same", dilation=(1, 2))),  # asymmetric padding
     ((2, 4, 11, 10), (3, 4, 5, 5), dict(padding=1, dilation=2)),
