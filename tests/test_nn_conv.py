@@ -257,10 +257,16 @@ DIRECT_CASES = [
     ((2, 10, 17, 33), (7, 10, 3, 3), dict(padding=2)),
     ((2, 9, 1, 1), (8, 9, 3, 3), dict(padding=1)),  # 1x1 images
     ((2, 3, 1, 1), (5, 3, 3, 3), dict(padding=2)),
+    ((3, 5, 2, 2), (6, 5, 3, 3), dict(padding=1)),  # 2x2 images
+    ((2, 4, 2, 2), (4, 4, 2, 2), dict(padding=0)),  # a 2x2 kernel on a 2x2 image: one output
     ((1, 17, 6, 20), (32, 17, 3, 3), dict(padding=3)),  # padding past the kernel
     ((2, 6, 9, 8), (5, 6, 4, 3), dict(padding="same", dilation=(1, 2))),  # asymmetric padding
     ((2, 4, 11, 10), (3, 4, 5, 5), dict(padding=1, dilation=2)),
     ((2, 3, 5, 40), (4, 3, 1, 7), dict(padding=(0, 3))),
+    # more images than weight-gradient slabs: several images per gw_images pass (L % 8 = 1)
+    ((37, 3, 5, 5), (4, 3, 3, 3), dict(padding=0)),
+    ((2, 3, 4, 70), (5, 3, 3, 3), dict(padding=1)),  # rows past 64 columns: fill's general path
+    ((1, 2, 3, 9), (3, 2, 3, 3), dict(padding=(1, 9))),  # whole vectors of padding columns
     ((2, 6, 12, 12), (8, 6, 3, 3), dict(stride=2, padding=1)),  # strided: the GEMM path
     ((2, 6, 12, 13), (8, 6, 3, 3), dict(stride=(1, 2), padding=1)),
 ]
@@ -342,6 +348,20 @@ def test_conv_direct_matches_gemm_and_numpy(device, rng, case, dtype):
     gw1 = _run_conv(F.conv2d, x, w, b, gy, kw, (True, True, True), dtype, True, 1)[2]
     gw2 = _run_conv(F.conv2d, x, w, b, gy, kw, (True, True, True), dtype, True, 2)[2]
     np.testing.assert_array_equal(gw1, gw2)
+
+
+def test_conv_direct_weight_grad_inf_outside_taps(device, rng):
+    # The weight gradient's last partial vector of positions reads, for the taps of upper
+    # kernel rows, image rows no output position pairs with them (here the last row): an
+    # inf there must not leak into those taps as 0 * inf = NaN (the GEMM path's result).
+    x = rng.standard_normal((3, 2, 5, 5))
+    x[:, :, 4, :] = np.inf
+    w, gy = rng.standard_normal((4, 2, 3, 3)), rng.standard_normal((3, 4, 3, 3))
+    outs = [_run_conv(F.conv2d, x, w, None, gy, {}, (False, True, False), direct=d,
+                      device=device)[2] for d in (True, False)]
+    # taps of kernel rows 0 and 1 never meet image row 4 (3x3 outputs, no padding)
+    assert np.isfinite(outs[0][:, :, :2]).all()
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
 def test_conv_direct_kernel_runs(device, rng):

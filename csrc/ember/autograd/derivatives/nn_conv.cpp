@@ -6,6 +6,7 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
 
 namespace ember::autograd {
@@ -43,6 +44,9 @@ void record_conv_forward(const Tensor& x, const Tensor& w, const Tensor& bias, c
       "ConvolutionBackward0", {&x, &w, &bias}, y,
       [s](LambdaNode& n, variable_list&& g) -> variable_list {
         Tensor gx, gw, gb;
+        // one dense copy of grad_output for every gradient (y.sum().backward() hands
+        // an expanded one: the bias sum over its zero strides was 10x a dense sum)
+        g[0] = contiguous(g[0]);
         if (!grad_enabled() && n.should_compute_output(0) && n.should_compute_output(1)) {
           // no graph to build: both gradients in one pass
           std::tie(gx, gw) = detail::conv_backward_both_raw(n.unpack(0), n.unpack(1), g[0], s);

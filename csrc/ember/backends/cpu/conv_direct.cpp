@@ -18,7 +18,7 @@
 // The forward tile keeps 4 output channels x 24 positions in 12 AVX2 registers:
 // per tap 3 loads of S, 4 weight broadcasts and 12 FMAs (the FMAs, not the loads,
 // bound it). The weight-gradient tile keeps 4 output channels x 3 taps of 8-wide
-// partial sums in registers over a whole image (per 8 positions 4 + 3 loads and
+// partial sums in registers over up to 4 whole images (per 8 positions 4 + 3 loads and
 // 12 FMAs) and adds them to a per-slab array of partial-sum vectors, reduced at the
 // end in a fixed order (the result does not depend on the thread count).
 // Positions past OH*OW in the last vector are computed on zeros and never stored;
@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 #include <vector>
 
 #include "ember/backends/cpu/capability.h"
@@ -70,6 +71,9 @@ constexpr int kMR = 4;  // output channels per register tile (1 where Co < 4)
 constexpr int kNV = 3;  // 8-float vectors of output positions per forward tile (6 with 1 channel)
 constexpr int kNT = 3;  // taps per weight-gradient tile
 constexpr int64_t kSlabs = 16;  // fixed batch slabs of the weight gradient's partial sums
+// Images per weight-gradient pass (gw_images): up to kGwImages, their shifted copies
+// within kGwFloats floats.
+constexpr int64_t kGwImages = 4, kGwFloats = int64_t(1) << 18;
 // Where the direct kernels are taken: up to kMaxK = C * KH * KW taps per output and
 // kMaxCo output channels; the input gradient (a convolution of gy with Co * KH * KW
 // taps) only where Co * KH * KW <= kMaxK as well, else the whole backward takes the
@@ -84,6 +88,8 @@ constexpr int64_t kSlabs = 16;  // fixed batch slabs of the weight gradient's pa
 //   8->32 28x28 p1 (K 72):    3.28 vs 6.89 / 16.83 vs 22.37 (backward on GEMM)
 //   28->64 14x14 p1 (K 252):  5.70 vs 7.11 / 23.0 vs 24.2 (backward on GEMM)
 //   28->64 26x26 p0 (K 252):  17.9 vs 22.4 / 68.5 vs 63.5 (backward on GEMM)
+// (These predate the faster shifted copies, unrolled 3x3 taps and multi-image
+// weight-gradient passes; the limits were not re-measured after them.)
 // Before the input-gradient condition, the direct backward with Co * 9 = 576 taps
 // lost there (fwd+bwd 73.0 vs 63.1 ms at 28->64 26x26). Shapes past kMaxK / kMaxCo
 // were not measured: the limits are where the measurements stop, not a crossover.
@@ -123,37 +129,123 @@ __attribute__((target("avx2,fma"))) inline __m256i tail_mask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane);
 }
 
-// buf [C][KW][Pb] <- the shifted copies of the image src [C][IH][IW]: each copy is
-// zeroed with whole vectors (Pb is a multiple of 16), then the in-image part of each
-// row, [lo, hi) in output columns, is copied 8, then 4, then 1 float at a time (no
-// masked stores: vmaskmovps stores are microcoded on AMD Zen and took 60% of this loop).
-__attribute__((optimize("no-tree-loop-distribute-patterns"), target("avx2,fma"))) void fill_shifts(
-    float* __restrict__ buf, const float* __restrict__ src, const Shifts& s) {
-  const int64_t OW = s.OW;
+// buf [C][KW][Pb] <- the shifted copies of the image src [C][IH][IW]. Each row of a
+// copy is written as whole vectors of 8 output columns whose lanes outside the image
+// are zero (no masked loads or stores: both were slow on AMD Zen 3). A row's last vector spills up
+// to 7 floats into the next row, which is written after it (rows in ascending order), and the last
+// image row's spill is overwritten by the zeros below the image, written last (Pb >= R * OW + 8
+// keeps it inside the copy).
+__attribute__((target("avx2,fma"))) void fill_shifts(float* __restrict__ buf,
+                                                     const float* __restrict__ src,
+                                                     const Shifts& s) {
+  const int64_t OW = s.OW, nvr = (OW + 7) / 8;
   const __m256 z = _mm256_setzero_ps();
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i iw = _mm256_set1_epi32(int(s.IW)), neg = _mm256_set1_epi32(-1);
   // the rows r of a copy inside the image: 0 <= r - ph < IH
   const int64_t r0 = std::clamp<int64_t>(s.ph, 0, s.R);
   const int64_t r1 = std::clamp<int64_t>(s.IH + s.ph, r0, s.R);
+  if (s.IW >= 8 && nvr <= 8) {
+    // Rows of up to 64 columns from images at least 8 wide (the common small case):
+    // every vector of a row is one in-row load at a per-(kw, v) column b, its lanes
+    // moved by a per-(kw, v) permutation and masked to the in-image columns (all
+    // zero for vectors wholly in the padding), with no branches per vector.
+    for (int64_t kw = 0; kw < s.KW; ++kw) {
+      const int64_t off = kw * s.dw - s.pw;
+      int64_t B[8];
+      __m256i P[8], M[8];
+      for (int64_t v = 0; v < nvr; ++v) {
+        const int64_t col = v * 8 + off, b = std::clamp<int64_t>(col, 0, s.IW - 8);
+        const __m256i idx = _mm256_add_epi32(lane, _mm256_set1_epi32(int(col)));
+        B[v] = b;
+        P[v] = _mm256_add_epi32(lane, _mm256_set1_epi32(int(std::clamp<int64_t>(col - b, -8, 8))));
+        M[v] = _mm256_and_si256(_mm256_cmpgt_epi32(idx, neg), _mm256_cmpgt_epi32(iw, idx));
+      }
+      for (int64_t c = 0; c < s.C; ++c) {
+        const float* img = src + c * s.IH * s.IW;
+        float* d = buf + (c * s.KW + kw) * s.Pb;
+        for (int64_t i = 0; i < r0 * OW; i += 8) _mm256_storeu_ps(d + i, z);
+        auto rows = [&](auto nv_c) {
+          // NV > 0: the row's vector count as a constant (P and M stay in registers)
+          constexpr int NV = decltype(nv_c)::value;
+          const int64_t n = NV > 0 ? NV : nvr;
+          for (int64_t r = r0; r < r1; ++r) {
+            float* dr = d + r * OW;
+            const float* sr = img + (r - s.ph) * s.IW;
+#pragma GCC unroll 8
+            for (int64_t v = 0; v < n; ++v) {
+              const __m256 x = _mm256_permutevar8x32_ps(_mm256_loadu_ps(sr + B[v]), P[v]);
+              _mm256_storeu_ps(dr + v * 8, _mm256_and_ps(x, _mm256_castsi256_ps(M[v])));
+            }
+          }
+        };
+        switch (nvr) {
+          case 1:
+            rows(std::integral_constant<int, 1>());
+            break;
+          case 2:
+            rows(std::integral_constant<int, 2>());
+            break;
+          case 3:
+            rows(std::integral_constant<int, 3>());
+            break;
+          case 4:
+            rows(std::integral_constant<int, 4>());
+            break;
+          default:
+            rows(std::integral_constant<int, 0>());
+        }
+        int64_t i = r1 * OW;
+        for (; i + 8 <= s.Pb; i += 8) _mm256_storeu_ps(d + i, z);
+        _mm256_storeu_ps(d + s.Pb - 8, z);
+      }
+    }
+    return;
+  }
   for (int64_t c = 0; c < s.C; ++c) {
     const float* img = src + c * s.IH * s.IW;
     for (int64_t kw = 0; kw < s.KW; ++kw) {
       float* d = buf + (c * s.KW + kw) * s.Pb;
-      for (int64_t i = 0; i < s.Pb; i += 8) _mm256_storeu_ps(d + i, z);
       const int64_t off = kw * s.dw - s.pw;  // image column of output column ow: ow + off
-      const int64_t lo = std::min(OW, std::max<int64_t>(0, -off));
-      const int64_t hi = std::max(lo, std::min(OW, s.IW - off));
-      const int64_t n = hi - lo, nf = n / 8 * 8, n4 = n / 4 * 4;
+      for (int64_t i = 0; i < r0 * OW; i += 8) _mm256_storeu_ps(d + i, z);
       for (int64_t r = r0; r < r1; ++r) {
-        float* dr = d + r * OW + lo;
-        const float* sr = img + (r - s.ph) * s.IW + lo + off;
-        int64_t j = 0;
-        for (; j < nf; j += 8) _mm256_storeu_ps(dr + j, _mm256_loadu_ps(sr + j));
-        if (j < n4) {
-          _mm_storeu_ps(dr + j, _mm_loadu_ps(sr + j));
-          j += 4;
+        float* dr = d + r * OW;
+        const float* sr = img + (r - s.ph) * s.IW;
+        // the image columns col + lane of every vector are in (-2^21, 2^21): int32 is enough
+        for (int64_t v = 0, col = off; v < nvr; ++v, col += 8) {
+          __m256 x;
+          if (col >= 0 && col + 8 <= s.IW) {
+            x = _mm256_loadu_ps(sr + col);
+          } else if (col + 8 > 0 && col < s.IW) {
+            // an edge vector: lane l holds column col + l where that is in the image
+            const __m256i idx = _mm256_add_epi32(lane, _mm256_set1_epi32(int(col)));
+            const __m256i m =
+                _mm256_and_si256(_mm256_cmpgt_epi32(idx, neg), _mm256_cmpgt_epi32(iw, idx));
+            if (s.IW >= 8) {
+              // (not vmaskmovps: that load took 40% of this loop on AMD Zen 3) an in-row
+              // load at b, its lanes moved by col - b and the outside ones zeroed
+              const int64_t b = std::clamp<int64_t>(col, 0, s.IW - 8);
+              const __m256i p = _mm256_add_epi32(lane, _mm256_set1_epi32(int(col - b)));
+              x = _mm256_permutevar8x32_ps(_mm256_loadu_ps(sr + b), p);
+              x = _mm256_and_ps(x, _mm256_castsi256_ps(m));
+            } else {
+              alignas(32) float t[8];
+              for (int l = 0; l < 8; ++l) {
+                const int64_t cl = col + l;
+                t[l] = cl >= 0 && cl < s.IW ? sr[cl] : 0.f;
+              }
+              x = _mm256_load_ps(t);
+            }
+          } else {
+            x = z;
+          }
+          _mm256_storeu_ps(dr + v * 8, x);
         }
-        for (; j < n; ++j) dr[j] = sr[j];
       }
+      // (the last store ends exactly at Pb, a multiple of 8 floats past R * OW + 8)
+      int64_t i = r1 * OW;
+      for (; i + 8 <= s.Pb; i += 8) _mm256_storeu_ps(d + i, z);
+      _mm256_storeu_ps(d + s.Pb - 8, z);
     }
   }
 }
@@ -177,8 +269,9 @@ std::vector<float> pack_weights(int mr, int64_t Co, int64_t C, int64_t KH, int64
 
 // y rows o0 .. o0 + nrows (row stride L) at positions P0 .. P0 + 8 * NV (those below L)
 // <- bias + the taps of the shifted copies `buf` against the packed weights `w` (MR
-// per tap).
-template <int MR, int NV>
+// per tap). FK > 0: a FK x FK kernel (s.KH == s.KW == FK), its taps unrolled (with a
+// run-time 3-tap inner loop the loop overhead per 12 FMAs showed).
+template <int MR, int NV, int FK = 0>
 __attribute__((target("avx2,fma"))) void fwd_tile(float* __restrict__ y, int64_t L, int nrows,
                                                   const float* __restrict__ buf,
                                                   const float* __restrict__ w,
@@ -191,11 +284,14 @@ __attribute__((target("avx2,fma"))) void fwd_tile(float* __restrict__ y, int64_t
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[m][v] = b;
   }
-  const int64_t step = s.dh * s.OW, Pb = s.Pb, KH = s.KH, KW = s.KW;
+  const int64_t step = s.dh * s.OW, Pb = s.Pb;
+  const int64_t KH = FK > 0 ? FK : s.KH, KW = FK > 0 ? FK : s.KW;
   const float* bc = buf + P0;
   for (int64_t c = 0; c < s.C; ++c, bc += KW * Pb) {
+#pragma GCC unroll 8
     for (int64_t kh = 0; kh < KH; ++kh) {
       const float* r = bc + kh * step;
+#pragma GCC unroll 8
       for (int64_t kw = 0; kw < KW; ++kw, r += Pb, w += MR) {
         __m256 x[NV];
 #pragma GCC unroll 8
@@ -234,112 +330,151 @@ __attribute__((target("avx2,fma"))) void fwd_tile(float* __restrict__ y, int64_t
   }
 }
 
-// y [Co][L] <- one image's convolution from its shifted copies (wpk from
-// pack_weights with tile_rows(Co) rows per tile, bpk the bias padded to whole tiles).
-__attribute__((target("avx2,fma"))) void fwd_image(float* y, int64_t Co, const float* buf,
-                                                   const float* wpk, const float* bpk,
-                                                   const Shifts& s) {
-  const int mr = tile_rows(Co);
-  const int64_t L = s.L(), nvec = (L + 7) / 8, nob = (Co + mr - 1) / mr;
-  const int64_t per = s.C * s.KH * s.KW * mr, tnv = mr == 1 ? 2 * kNV : kNV;
-  for (int64_t v0 = 0; v0 < nvec; v0 += tnv) {
-    const int64_t nv = std::min<int64_t>(tnv, nvec - v0), P0 = v0 * 8;
-    for (int64_t ob = 0; ob < nob; ++ob) {
-      const int nrows = int(std::min<int64_t>(mr, Co - ob * mr));
-      float* yo = y + ob * mr * L;
-      const float* w = wpk + ob * per;
-      const float* b = bpk + ob * mr;
-      if (mr == kMR) {
-        if (nv == 3)
-          fwd_tile<kMR, 3>(yo, L, nrows, buf, w, b, s, P0);
-        else if (nv == 2)
-          fwd_tile<kMR, 2>(yo, L, nrows, buf, w, b, s, P0);
-        else
-          fwd_tile<kMR, 1>(yo, L, nrows, buf, w, b, s, P0);
-        continue;
-      }
-      switch (nv) {
-        case 6:
-          fwd_tile<1, 6>(yo, L, nrows, buf, w, b, s, P0);
-          break;
-        case 5:
-          fwd_tile<1, 5>(yo, L, nrows, buf, w, b, s, P0);
-          break;
-        case 4:
-          fwd_tile<1, 4>(yo, L, nrows, buf, w, b, s, P0);
-          break;
-        case 3:
-          fwd_tile<1, 3>(yo, L, nrows, buf, w, b, s, P0);
-          break;
-        case 2:
-          fwd_tile<1, 2>(yo, L, nrows, buf, w, b, s, P0);
-          break;
-        default:
-          fwd_tile<1, 1>(yo, L, nrows, buf, w, b, s, P0);
-      }
-    }
+// The tiles of rows [ob * MR, ob * MR + nrows) at vectors [v0, v0 + nv) of positions.
+template <int FK>
+__attribute__((target("avx2,fma"))) void fwd_tiles(float* yo, int64_t L, int nrows, int mr,
+                                                   int64_t nv, const float* buf, const float* w,
+                                                   const float* b, const Shifts& s, int64_t P0) {
+  if (mr == kMR) {
+    if (nv == 3)
+      fwd_tile<kMR, 3, FK>(yo, L, nrows, buf, w, b, s, P0);
+    else if (nv == 2)
+      fwd_tile<kMR, 2, FK>(yo, L, nrows, buf, w, b, s, P0);
+    else
+      fwd_tile<kMR, 1, FK>(yo, L, nrows, buf, w, b, s, P0);
+    return;
+  }
+  switch (nv) {
+    case 6:
+      return fwd_tile<1, 6, FK>(yo, L, nrows, buf, w, b, s, P0);
+    case 5:
+      return fwd_tile<1, 5, FK>(yo, L, nrows, buf, w, b, s, P0);
+    case 4:
+      return fwd_tile<1, 4, FK>(yo, L, nrows, buf, w, b, s, P0);
+    case 3:
+      return fwd_tile<1, 3, FK>(yo, L, nrows, buf, w, b, s, P0);
+    case 2:
+      return fwd_tile<1, 2, FK>(yo, L, nrows, buf, w, b, s, P0);
+    default:
+      return fwd_tile<1, 1, FK>(yo, L, nrows, buf, w, b, s, P0);
   }
 }
 
+// y [Co][L] <- one image's convolution from its shifted copies (wpk from
+// pack_weights with tile_rows(Co) rows per tile, bpk the bias padded to whole tiles).
+template <int FK>
+__attribute__((target("avx2,fma"))) void fwd_image_k(float* y, int64_t Co, const float* buf,
+                                                     const float* wpk, const float* bpk,
+                                                     const Shifts& s) {
+  const int mr = tile_rows(Co);
+  const int64_t L = s.L(), nvec = (L + 7) / 8, nob = (Co + mr - 1) / mr;
+  const int64_t per = s.C * s.KH * s.KW * mr, tnv = mr == 1 ? 2 * kNV : kNV;
+  for (int64_t v0 = 0; v0 < nvec;) {
+    int64_t nv = std::min<int64_t>(tnv, nvec - v0);
+    // 3 + 1 vectors left: two tiles of 2 (a 1-vector tile is 4 FMAs per 5 loads)
+    if (mr == kMR && nvec - v0 == kNV + 1) nv = 2;
+    const int64_t P0 = v0 * 8;
+    for (int64_t ob = 0; ob < nob; ++ob) {
+      const int nrows = int(std::min<int64_t>(mr, Co - ob * mr));
+      fwd_tiles<FK>(y + ob * mr * L, L, nrows, mr, nv, buf, wpk + ob * per, bpk + ob * mr, s, P0);
+    }
+    v0 += nv;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void fwd_image(float* y, int64_t Co, const float* buf,
+                                                   const float* wpk, const float* bpk,
+                                                   const Shifts& s) {
+  if (s.KH == 3 && s.KW == 3) return fwd_image_k<3>(y, Co, buf, wpk, bpk, s);
+  fwd_image_k<0>(y, Co, buf, wpk, bpk, s);
+}
+
+// The tap offsets of the weight gradient's taps t = (c, kh, kw) in the shifted copies
+// (Note [Direct convolution]), ceil(K / kNT) * kNT of them; -1 for the padding taps
+// past K (read as zeros).
+std::vector<int64_t> tap_offsets(const Shifts& s) {
+  const int64_t K = s.C * s.KH * s.KW, Kp = (K + kNT - 1) / kNT * kNT;
+  std::vector<int64_t> off(static_cast<size_t>(Kp), -1);
+  for (int64_t c = 0; c < s.C; ++c)
+    for (int64_t kh = 0; kh < s.KH; ++kh)
+      for (int64_t kw = 0; kw < s.KW; ++kw)
+        off[size_t((c * s.KH + kh) * s.KW + kw)] = (c * s.KW + kw) * s.Pb + kh * s.dh * s.OW;
+  return off;
+}
+
 // gwv [ceil(Co / kMR) * kMR][ceil(K / kNT) * kNT][8] += the 8-wide partial sums over
-// this image's positions of gy[o][P] * tap_t[P], tap t = (c, kh, kw) read from the
-// shifted copies `buf` (Note [Direct convolution]). `zeros` holds at least
-// ceil(L / 8) * 8 zeros (the rows past Co and the taps past K).
-__attribute__((target("avx2,fma"))) void gw_image(float* __restrict__ gwv, int64_t Co,
-                                                  const float* gy, const float* buf,
-                                                  const Shifts& s, const float* zeros) {
+// the positions of `nimg` images of gy[o][P] * tap_t[P] (tap t read from the image's
+// shifted copies bufs[i] at toff[t]). Each register tile runs over all the images
+// before its sums go back to gwv, so gwv (Co * K * 8 floats, past L1) is read and
+// written once per group of images, not per image. gtail[i] holds image i's last
+// L % 8 positions of every gy row, zero-padded to 8 (rows past Co zero), so the last
+// partial vector needs no masked loads (microcoded on AMD Zen); the taps' lanes past L
+// are masked off too (they may read image rows outside the convolution: an inf there
+// must not turn 0 * inf into a NaN). `zeros` holds at least ceil(L / 8) * 8 zeros.
+__attribute__((target("avx2,fma"))) void gw_images(float* __restrict__ gwv, int64_t Co,
+                                                   const float* const* gys,
+                                                   const float* const* bufs,
+                                                   const float* const* gtails, int nimg,
+                                                   const int64_t* toff, const Shifts& s,
+                                                   const float* zeros) {
   const int64_t L = s.L(), K = s.C * s.KH * s.KW;
   const int64_t nob = (Co + kMR - 1) / kMR, ntb = (K + kNT - 1) / kNT, Kp = ntb * kNT;
   const int64_t nfull = L / 8, rem = L % 8;
-  const __m256i mask = tail_mask(rem);
-  const int64_t KHW = s.KH * s.KW, step = s.dh * s.OW;
-  auto tap = [&](int64_t t) -> const float* {
-    if (t >= K) return zeros;
-    const int64_t c = t / KHW, kh = t % KHW / s.KW, kw = t % s.KW;
-    return buf + (c * s.KW + kw) * s.Pb + kh * step;
-  };
-  for (int64_t tb = 0; tb < ntb; ++tb) {
-    const float* xr[kNT];
-#pragma GCC unroll 8
-    for (int j = 0; j < kNT; ++j) xr[j] = tap(tb * kNT + j);
-    for (int64_t ob = 0; ob < nob; ++ob) {
-      const float* gr[kMR];
-#pragma GCC unroll 8
-      for (int m = 0; m < kMR; ++m) {
-        const int64_t o = ob * kMR + m;
-        gr[m] = o < Co ? gy + o * L : zeros;
-      }
+  const __m256 xmask = _mm256_castsi256_ps(tail_mask(rem));
+  // output-channel blocks outermost: the block's gy rows of every image (4 rows x
+  // nimg) stay in L1 while the taps stream past (tap blocks outermost re-read all of gy,
+  // past L1 for several images, once per tap block)
+  for (int64_t ob = 0; ob < nob; ++ob) {
+    for (int64_t tb = 0; tb < ntb; ++tb) {
       __m256 acc[kMR][kNT];
       float* av = gwv + ((ob * kMR) * Kp + tb * kNT) * 8;
 #pragma GCC unroll 8
       for (int m = 0; m < kMR; ++m)
 #pragma GCC unroll 8
         for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_loadu_ps(av + (m * Kp + j) * 8);
-      for (int64_t i = 0; i < nfull; ++i) {
-        const int64_t P = i * 8;
-        __m256 x[kNT];
+      for (int i = 0; i < nimg; ++i) {
+        const float* xr[kNT];
 #pragma GCC unroll 8
         for (int j = 0; j < kNT; ++j) {
-          x[j] = _mm256_loadu_ps(xr[j] + P);
-          asm("" : "+x"(x[j]));
+          const int64_t o = toff[tb * kNT + j];
+          xr[j] = o >= 0 ? bufs[i] + o : zeros;
         }
+        const float* gr[kMR];
 #pragma GCC unroll 8
         for (int m = 0; m < kMR; ++m) {
-          const __m256 g = _mm256_loadu_ps(gr[m] + P);
-#pragma GCC unroll 8
-          for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_fmadd_ps(g, x[j], acc[m][j]);
+          const int64_t o = ob * kMR + m;
+          gr[m] = o < Co ? gys[i] + o * L : zeros;
         }
-      }
-      if (rem) {
-        const int64_t P = nfull * 8;
-        __m256 x[kNT];
+        for (int64_t q = 0; q < nfull; ++q) {
+          const int64_t P = q * 8;
+          __m256 x[kNT];
 #pragma GCC unroll 8
-        for (int j = 0; j < kNT; ++j) x[j] = _mm256_loadu_ps(xr[j] + P);
+          for (int j = 0; j < kNT; ++j) {
+            x[j] = _mm256_loadu_ps(xr[j] + P);
+            asm("" : "+x"(x[j]));
+          }
 #pragma GCC unroll 8
-        for (int m = 0; m < kMR; ++m) {
-          const __m256 g = _mm256_maskload_ps(gr[m] + P, mask);
+          for (int m = 0; m < kMR; ++m) {
+            // one load of gy per row, kept in a register: folded into the FMAs' memory
+            // operands, each row would be loaded kNT times (15 loads per 12 FMAs)
+            __m256 g = _mm256_loadu_ps(gr[m] + P);
+            asm("" : "+x"(g));
 #pragma GCC unroll 8
-          for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_fmadd_ps(g, x[j], acc[m][j]);
+            for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_fmadd_ps(g, x[j], acc[m][j]);
+          }
+        }
+        if (rem) {
+          const int64_t P = nfull * 8;
+          __m256 x[kNT];
+#pragma GCC unroll 8
+          for (int j = 0; j < kNT; ++j) x[j] = _mm256_and_ps(_mm256_loadu_ps(xr[j] + P), xmask);
+          const float* gt = gtails[i] + ob * kMR * 8;
+#pragma GCC unroll 8
+          for (int m = 0; m < kMR; ++m) {
+            const __m256 g = _mm256_loadu_ps(gt + m * 8);
+#pragma GCC unroll 8
+            for (int j = 0; j < kNT; ++j) acc[m][j] = _mm256_fmadd_ps(g, x[j], acc[m][j]);
+          }
         }
       }
 #pragma GCC unroll 8
@@ -439,25 +574,47 @@ bool conv_direct_backward(const Tensor& gx, const Tensor& gw, const Tensor& x, c
   float* gwp = gw.defined() ? gw.data<float>() : nullptr;
   const std::vector<float> zeros(static_cast<size_t>((L + 7) / 8 * 8 + 8), 0.f);
   const int64_t nslab = std::min(N, kSlabs);
+  // images per gw_images pass (a function of the sizes only: the sums' order does not
+  // depend on the thread count)
+  const int64_t gimg = gwp ? std::clamp<int64_t>(kGwFloats / sx.floats(), 1, kGwImages) : 1;
+  const std::vector<int64_t> toff = gwp ? tap_offsets(sx) : std::vector<int64_t>();
+  const int64_t nfull = L / 8, rem = L % 8;
   // per-slab weight gradients (slab 0 straight into gw), summed in slab order below
   std::vector<float> part(gwp ? static_cast<size_t>((nslab - 1) * Co * K) : 0);
   g_direct_calls.fetch_add(1);
   parallel_for(0, nslab, 1, [&](int64_t s0, int64_t s1) {
-    std::vector<float> bufx(gwp ? static_cast<size_t>(sx.floats()) : 0);
+    std::vector<float> bufx(gwp ? static_cast<size_t>(gimg * sx.floats()) : 0);
+    std::vector<float> tails(gwp ? static_cast<size_t>(gimg * Cop * 8) : 0);
     std::vector<float> bufg(gxp ? static_cast<size_t>(sg.floats()) : 0);
     std::vector<float> gwv(gwp ? static_cast<size_t>(Cop * Kp * 8) : 0);
+    const float* gys[kGwImages];
+    const float* bufs[kGwImages];
+    const float* gtails[kGwImages];
     for (int64_t sl = s0; sl < s1; ++sl) {
       std::fill(gwv.begin(), gwv.end(), 0.f);
-      for (int64_t n = N * sl / nslab; n < N * (sl + 1) / nslab; ++n) {
-        const float* gyn = gyp + n * Co * L;
+      const int64_t n1 = N * (sl + 1) / nslab;
+      for (int64_t n0 = N * sl / nslab; n0 < n1; n0 += gimg) {
+        const int ni = int(std::min(gimg, n1 - n0));
         if (gwp) {
-          fill_shifts(bufx.data(), xp + n * C * plane, sx);
-          gw_image(gwv.data(), Co, gyn, bufx.data(), sx, zeros.data());
+          for (int i = 0; i < ni; ++i) {
+            const int64_t n = n0 + i;
+            float* bx = bufx.data() + i * sx.floats();
+            float* gt = tails.data() + i * Cop * 8;
+            fill_shifts(bx, xp + n * C * plane, sx);
+            gys[i] = gyp + n * Co * L;
+            bufs[i] = bx;
+            gtails[i] = gt;
+            std::fill(gt, gt + Cop * 8, 0.f);
+            for (int64_t o = 0; o < Co; ++o)
+              for (int64_t k = 0; k < rem; ++k) gt[o * 8 + k] = gys[i][o * L + nfull * 8 + k];
+          }
+          gw_images(gwv.data(), Co, gys, bufs, gtails, ni, toff.data(), sx, zeros.data());
         }
-        if (gxp) {
-          fill_shifts(bufg.data(), gyn, sg);
-          fwd_image(gxp + n * C * plane, C, bufg.data(), wtpk.data(), zbias.data(), sg);
-        }
+        if (gxp)
+          for (int64_t n = n0; n < n0 + ni; ++n) {
+            fill_shifts(bufg.data(), gyp + n * Co * L, sg);
+            fwd_image(gxp + n * C * plane, C, bufg.data(), wtpk.data(), zbias.data(), sg);
+          }
       }
       if (gwp) {
         float* dst = sl == 0 ? gwp : part.data() + (sl - 1) * Co * K;
