@@ -209,7 +209,6 @@ void bwd_rows(const SdpaBwdArgs& a) {
   T* dvp = a.dv.data<T>();
   const T ninf = -std::numeric_limits<T>::infinity();
   const int64_t Sp = (S + kBK - 1) / kBK * kBK;
-  const int64_t nE = DC ? DC : E, nEv = DC ? DC : Ev;
   parallel_for(0, B * Hk, 1, [&](int64_t t0, int64_t t1) {
     auto buf = [](int64_t n) { return std::vector<T>(static_cast<size_t>(n), T(0)); };
     std::vector<T> kt = buf(E * Sp), vt = buf(Ev * Sp), kk = buf(S * E), dk = buf(S * E),
