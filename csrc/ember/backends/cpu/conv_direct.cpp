@@ -165,7 +165,7 @@ __attribute__((target("avx2,fma"))) void fill_shifts(float* __restrict__ buf,
         const float* img = src + c * s.IH * s.IW;
         float* d = buf + (c * s.KW + kw) * s.Pb;
         for (int64_t i = 0; i < r0 * OW; i += 8) _mm256_storeu_ps(d + i, z);
-        auto rows = [&](auto nv_c) {
+        auto rows = [&](auto nv_c) __attribute__((target("avx2,fma"))) {
           // NV > 0: the row's vector count as a constant (P and M stay in registers)
           constexpr int NV = decltype(nv_c)::value;
           const int64_t n = NV > 0 ? NV : nvr;
