@@ -38,7 +38,7 @@ struct type_caster<ember::Tensor> : type_caster_base<ember::Tensor> {
   // tensor made by the Tensor(...) constructor, or whose wrapper died and was
   // recreated), so later conversions return this object.
   bool load(handle src, bool convert) {
-    if (!base::load(src, convert)) return false;
+    if (!fast_load(src) && !base::load(src, convert)) return false;
     auto* t = static_cast<ember::Tensor*>(value);
     if (t && t->defined() && !t->impl()->pyobj) {
       t->impl()->pyobj = src.ptr();
@@ -46,16 +46,15 @@ struct type_caster<ember::Tensor> : type_caster_base<ember::Tensor> {
     }
     return true;
   }
-  static handle cast(const ember::Tensor& src, return_value_policy, handle parent) {
+  static handle cast(const ember::Tensor& src, return_value_policy, handle) {
     if (!src.defined()) return none().release();
     if (handle existing = lookup(src)) return existing;
-    return remember(src, base::cast(src, return_value_policy::copy, parent));
+    return new_instance(ember::Tensor(src));
   }
-  static handle cast(ember::Tensor&& src, return_value_policy, handle parent) {
+  static handle cast(ember::Tensor&& src, return_value_policy, handle) {
     if (!src.defined()) return none().release();
     if (handle existing = lookup(src)) return existing;
-    ember::TensorImpl* impl = src.impl();
-    return remember_impl(impl, base::cast(std::move(src), return_value_policy::move, parent));
+    return new_instance(std::move(src));
   }
   static handle cast(const ember::Tensor* src, return_value_policy policy, handle parent) {
     if (!src) return none().release();
@@ -63,18 +62,49 @@ struct type_caster<ember::Tensor> : type_caster_base<ember::Tensor> {
   }
 
  private:
+  using Holder = std::unique_ptr<ember::Tensor, ember::python::TensorPyDeleter>;
+  static const type_info* tensor_type_info() {
+    static const type_info* ti = get_type_info(typeid(ember::Tensor), true);
+    return ti;
+  }
   static handle lookup(const ember::Tensor& t) {
     void* obj = t.impl()->pyobj;
     return obj ? handle(static_cast<PyObject*>(obj)).inc_ref() : handle();
   }
-  static handle remember(const ember::Tensor& t, handle h) { return remember_impl(t.impl(), h); }
-  static handle remember_impl(ember::TensorImpl* impl, handle h) {
-    if (!h) return h;
-    // The freshly made instance holds exactly one value: the moved-in Tensor.
-    auto* inst = reinterpret_cast<instance*>(h.ptr());
-    impl->pyobj = h.ptr();
-    impl->py_owner = inst->get_value_and_holder().value_ptr();
-    return h;
+  // Note [Tensor wrapper fast path]
+  // Every op's result passes through here, so this is what class_::init_instance and
+  // type_caster_generic::cast do for a moved-in value, without their per-call work that a
+  // Tensor does not need: two type lookups by typeid (a string hash each), the search for an
+  // existing wrapper of the same C++ pointer, and the entry in pybind11's registered-instance
+  // map (a node allocation at birth and an erase at death). A Tensor's identity is its impl's
+  // back-pointer (Note [Python object identity]), never the C++ pointer, and a wrapper that
+  // is not registered is also not deregistered when it dies (clear_instance checks the flag).
+  static handle new_instance(ember::Tensor&& src) {
+    const type_info* ti = tensor_type_info();
+    PyObject* obj = make_new_instance(ti->type);
+    if (!obj) return handle();
+    auto* inst = reinterpret_cast<instance*>(obj);
+    value_and_holder v_h = inst->get_value_and_holder(ti);
+    ember::TensorImpl* impl = src.impl();
+    auto* value = new ember::Tensor(std::move(src));
+    v_h.value_ptr() = value;
+    inst->owned = true;
+    new (std::addressof(v_h.holder<Holder>())) Holder(value);
+    v_h.set_holder_constructed();
+    impl->pyobj = obj;
+    impl->py_owner = value;
+    return obj;
+  }
+  // The loading twin: an initialized wrapper of the simple layout (a Tensor or a Python
+  // subclass of it) holds its value pointer in place.
+  bool fast_load(handle src) {
+    PyTypeObject* tp = tensor_type_info()->type;
+    PyTypeObject* t = Py_TYPE(src.ptr());
+    if (t != tp && !PyType_IsSubtype(t, tp)) return false;
+    auto* inst = reinterpret_cast<instance*>(src.ptr());
+    if (!inst->simple_layout || !inst->simple_value_holder[0]) return false;
+    value = inst->simple_value_holder[0];
+    return true;
   }
 };
 }  // namespace pybind11::detail

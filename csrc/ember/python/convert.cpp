@@ -23,6 +23,7 @@ bool as_tensor(py::handle h, Tensor*& out) {
       (PyTypeObject*)py::detail::get_type_handle(typeid(Tensor), true).ptr();
   PyTypeObject* t = Py_TYPE(h.ptr());
   if (t != tensor_type && !PyType_IsSubtype(t, tensor_type)) return false;
+  // The caster's load is the fast one (Note [Tensor wrapper fast path]).
   py::detail::make_caster<Tensor> c;
   if (!c.load(h, false)) return false;
   out = &py::detail::cast_op<Tensor&>(c);
