@@ -1,10 +1,11 @@
 #include "ember/autograd/grad_mode.h"
 
 #include "ember/core/inference_mode.h"
+#include "ember/core/tls.h"
 
 namespace ember::autograd {
 namespace {
-thread_local bool t_grad_enabled = true;
+EMBER_TLS_FAST thread_local bool t_grad_enabled = true;
 }  // namespace
 bool grad_enabled() { return t_grad_enabled && !inference_mode_enabled(); }
 void set_grad_enabled(bool on) { t_grad_enabled = on; }

@@ -136,8 +136,6 @@ static void regenerate_view_grad_fn(const Tensor& t, AutogradMetaImpl* m) {
   Tensor base = m->base;
   StridedGeometry vg = StridedGeometry::of(t), bg = StridedGeometry::of(base);
   int64_t storage_elems = int64_t(base.storage()->nbytes) / base.element_size();
-  DType dt = base.dtype();
-  Device dev = base.device();
   auto node = std::make_shared<LambdaNode>(
       "AsStridedBackward0", [=](LambdaNode&, variable_list&& g) -> variable_list {
         // Scatter the view's gradient into a zero buffer laid out like the base's storage.

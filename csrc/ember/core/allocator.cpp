@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ember/core/error.h"
+#include "ember/core/tls.h"
 
 namespace ember {
 
@@ -56,7 +57,20 @@ struct ThreadCache {
   std::vector<void*> bins[kSmallClasses];
   ~ThreadCache();
 };
-thread_local ThreadCache t_cache;
+// The hot path reads only the initial-exec pointer (Note [Initial-exec thread-locals]); the
+// object itself is a general-dynamic thread_local made on the thread's first small block.
+// After the object died at thread exit (a tensor freed by a later thread-local destructor)
+// the pointer stays null and `dead` is set, and blocks go to the shared cache.
+EMBER_TLS_FAST thread_local ThreadCache* t_cache_ptr = nullptr;
+EMBER_TLS_FAST thread_local bool t_cache_dead = false;
+
+ThreadCache* thread_cache() {
+  if (ThreadCache* c = t_cache_ptr) return c;
+  if (t_cache_dead) return nullptr;
+  static thread_local ThreadCache cache;
+  t_cache_ptr = &cache;
+  return &cache;
+}
 
 class CachingCpuAllocator final : public Allocator {
  public:
@@ -64,9 +78,10 @@ class CachingCpuAllocator final : public Allocator {
     size_t size = round_size(nbytes);
     void* base = nullptr;
     int cls = small_class(size);
-    if (cls >= 0 && !t_cache.bins[cls].empty()) {
-      base = t_cache.bins[cls].back();
-      t_cache.bins[cls].pop_back();
+    ThreadCache* tc = cls >= 0 ? thread_cache() : nullptr;
+    if (tc && !tc->bins[cls].empty()) {
+      base = tc->bins[cls].back();
+      tc->bins[cls].pop_back();
       cached_ -= int64_t(size);
       ++hits_;
     } else {
@@ -101,9 +116,9 @@ class CachingCpuAllocator final : public Allocator {
     int64_t in_use = allocated_ -= int64_t(size);
     if (profiler::enabled()) profiler::record_memory(-int64_t(size), in_use, false);
     int cls = small_class(size);
-    if (cls >= 0 && t_cache.bins[cls].size() < kThreadCacheDepth &&
-        cached_ + int64_t(size) <= limit_) {
-      t_cache.bins[cls].push_back(base);
+    ThreadCache* tc = cls >= 0 ? thread_cache() : nullptr;
+    if (tc && tc->bins[cls].size() < kThreadCacheDepth && cached_ + int64_t(size) <= limit_) {
+      tc->bins[cls].push_back(base);
       cached_ += int64_t(size);
       return;
     }
@@ -137,7 +152,9 @@ class CachingCpuAllocator final : public Allocator {
       for (void* p : kv.second) std::free(p);
       cached_ -= int64_t(kv.first * kv.second.size());
     }
-    for (auto& bin : t_cache.bins) {  // this thread's small blocks too
+    ThreadCache* tc = thread_cache();
+    if (!tc) return;
+    for (auto& bin : tc->bins) {  // this thread's small blocks too
       for (void* p : bin) {
         cached_ -= int64_t(header_size(p));
         std::free(p);
@@ -164,6 +181,8 @@ CachingCpuAllocator& the_cpu_allocator() {
 }
 
 ThreadCache::~ThreadCache() {
+  t_cache_ptr = nullptr;
+  t_cache_dead = true;
   for (auto& bin : bins) {
     for (void* p : bin) the_cpu_allocator().to_shared(p, header_size(p));
     bin.clear();

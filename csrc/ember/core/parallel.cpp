@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ember/core/error.h"
+#include "ember/core/tls.h"
 
 namespace ember {
 
@@ -23,7 +24,7 @@ namespace ember {
 // first use.
 namespace {
 
-thread_local bool t_in_parallel = false;
+EMBER_TLS_FAST thread_local bool t_in_parallel = false;
 void (*g_blas_hook)(int) = nullptr;
 
 // The default thread count: EMBER_NUM_THREADS, else OMP_NUM_THREADS (which PyTorch

@@ -88,7 +88,11 @@ class SmallVec {
   const T* begin() const { return data_; }
   const T* end() const { return data_ + size_; }
   bool operator==(const SmallVec& o) const {
-    return size_ == o.size_ && std::equal(begin(), end(), o.begin());
+    if (size_ != o.size_) return false;
+    // A plain loop: std::equal becomes a memcmp call, slower for a handful of dims.
+    for (size_t i = 0; i < size_; ++i)
+      if (!(data_[i] == o.data_[i])) return false;
+    return true;
   }
   bool operator!=(const SmallVec& o) const { return !(*this == o); }
 

@@ -5,11 +5,12 @@
 #include <sstream>
 
 #include "ember/core/inference_mode.h"
+#include "ember/core/tls.h"
 
 namespace ember {
 
 namespace {
-thread_local bool t_inference_mode = false;
+EMBER_TLS_FAST thread_local bool t_inference_mode = false;
 }  // namespace
 bool inference_mode_enabled() { return t_inference_mode; }
 void set_inference_mode_enabled(bool on) { t_inference_mode = on; }

@@ -54,6 +54,22 @@ TensorIterator::TensorIterator(std::initializer_list<Tensor> operands, int noutp
   for (int64_t s : shape) numel_ *= s;
   int i = 0;
   int64_t nd = int64_t(shape.size());
+  // Every operand contiguous at exactly `shape` (an op on same-shaped contiguous tensors, the
+  // common case): the loop is one flat dimension, and reordering has nothing to do.
+  bool flat = nd > 0 && numel_ > 0;
+  for (const Tensor& t : operands) flat = flat && t.sizes() == shape && t.is_contiguous();
+  if (flat) {
+    shape_.resize(1);
+    shape_[0] = numel_;
+    for (const Tensor& t : operands) {
+      operands_[i] = t;
+      data_[i] = t.data_ptr();
+      strides_[i].resize(1);
+      strides_[i][0] = t.element_size();
+      ++i;
+    }
+    return;
+  }
   // Loop shape innermost-first: reverse the logical dims.
   shape_.resize(static_cast<size_t>(nd));
   for (int64_t d = 0; d < nd; ++d) shape_[d] = shape[nd - 1 - d];
@@ -155,6 +171,11 @@ void TensorIterator::serial_for_each(const Loop& loop, int64_t begin, int64_t en
     return;
   }
   for (int t = 0; t < ntensors_; ++t) inner_strides[t] = strides_[t][0];
+  if (nd == 1) {  // one row: no multi-index
+    for (int t = 0; t < ntensors_; ++t) ptrs[t] = data_[t] + begin * inner_strides[t];
+    loop(ptrs, inner_strides, end - begin);
+    return;
+  }
   int64_t inner = shape_[0];
   // Multi-index of `begin` over the outer dims.
   SmallVec<int64_t, 8> idx(static_cast<size_t>(nd), 0);

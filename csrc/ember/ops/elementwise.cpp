@@ -170,6 +170,9 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
 }
 
 DType result_type(const Tensor& a, const Tensor& b) {
+  // Two tensors of one dtype, neither a wrapped Python number: that dtype, whatever the dims.
+  if (a.dtype() == b.dtype() && !a.impl()->wrapped_number && !b.impl()->wrapped_number)
+    return a.dtype();
   Promo p;
   p.add(a);
   p.add(b);
