@@ -251,7 +251,7 @@ void activation_typed(TensorIterator& it, Act act, ActParams p) {
     case Act::elu: {  // a = alpha, b = scale, c = input_scale
       const A neg = a * b;
       return act_unary_loop<T>(it, [neg, b, c](A x) EMBER_ACT_INLINE {
-        return x <= A(0) ? std::expm1(x * c) * neg : x * b;
+        return x <= A(0) ? vec::expm1<A>(x * c) * neg : x * b;
       });
     }
     case Act::leaky_relu:

@@ -25,9 +25,10 @@ namespace vec {
 
 constexpr int kLanes = 16;
 
-/// exp(x) for float within ~2 ulp (Cephes expf); 0 below -87.3 (no denormals), inf
-/// above 88.37, NaN for NaN. Branch-free, so loops calling it vectorize.
-EMBER_VEC_INLINE float exp_f(float x) {
+/// exp(x) for float within ~2 ulp (Cephes expf) where the result is a normal float: for
+/// x in [-87.34, 88.37] (clamped outside, so 1.2e-38 below). No NaN, subnormal or overflow
+/// handling: the core of exp_f, and what erf_f needs for exp(-x^2).
+EMBER_VEC_INLINE float exp_normal_f(float x) {
   const float lo = -87.3365478515625f, hi = 88.3762626647949f;
   const float xc = std::min(hi, std::max(lo, x));  // NaN -> lo: no NaN reaches the int cast
   // Round to nearest by adding and subtracting 1.5 * 2^23 (|x * log2(e)| < 128 after
@@ -44,8 +45,42 @@ EMBER_VEC_INLINE float exp_f(float x) {
   const uint32_t bits = uint32_t(int32_t(fx) + 127) << 23;  // unsigned: no UB shift
   float p2;
   std::memcpy(&p2, &bits, sizeof(p2));
-  const float v = y * p2;
-  return x != x ? x : (x < lo ? 0.0f : (x > hi ? std::numeric_limits<float>::infinity() : v));
+  return y * p2;
+}
+
+/// exp(x) for float within ~2 ulp (Cephes expf) over the whole float range, NaN for NaN.
+/// Outside exp_normal_f's range the result is computed as exp(x -+ 64 ln 2) * 2^+-64: a
+/// subnormal below -87.34 (0 below -103.98) and up to FLT_MAX above 88.37 (inf past 88.72),
+/// as libm's. Branch-free, so loops calling it vectorize.
+EMBER_VEC_INLINE float exp_f(float x) {
+  const float lo = -87.3365478515625f, hi = 88.3762626647949f;
+  const bool sub = x<lo, big = x> hi;
+  const float xs = sub ? x + 44.3614195558365f : (big ? x - 44.3614195558365f : x);  // 64 ln 2
+  const float v = exp_normal_f(xs);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float scaled_down = xs < lo ? 0.0f : v * 5.42101086242752217e-20f;  // * 2^-64
+  const float scaled_up = xs > hi ? inf : v * 1.8446744073709551616e19f;    // * 2^64
+  const float res = sub ? scaled_down : (big ? scaled_up : v);
+  return x != x ? x : res;
+}
+
+/// expm1(x) for float within ~2 ulp: the Taylor series to x^11 for |x| < 1 (its remainder is
+/// below 2e-9 of the result there, and there is no cancellation), exp(x) - 1 outside, where
+/// the subtraction loses under 2 ulp. Branch-free; NaN for NaN.
+EMBER_VEC_INLINE float expm1_f(float x) {
+  float p = 1.0f / 39916800.0f;  // 1/11!
+  p = p * x + 1.0f / 3628800.0f;
+  p = p * x + 1.0f / 362880.0f;
+  p = p * x + 1.0f / 40320.0f;
+  p = p * x + 1.0f / 5040.0f;
+  p = p * x + 1.0f / 720.0f;
+  p = p * x + 1.0f / 120.0f;
+  p = p * x + 1.0f / 24.0f;
+  p = p * x + 1.0f / 6.0f;
+  p = p * x + 0.5f;
+  const float small = (p * x) * x + x;
+  const float big = exp_f(x) - 1.0f;
+  return std::fabs(x) < 1.0f ? small : big;
 }
 
 /// exp in the compute type: the vectorizable float version, libm for double.
@@ -124,7 +159,7 @@ EMBER_VEC_INLINE float erf_f(float x) {
   r = r * t + 1.421413741f;
   r = r * t - 0.284496736f;
   r = r * t + 0.254829592f;
-  const float v = 1.0f - r * t * exp_f(-x * x);
+  const float v = 1.0f - r * t * exp_normal_f(-x * x);  // below 1.2e-38, erf is 1
   return x != x ? x : std::copysign(v, x);
 }
 
@@ -135,6 +170,13 @@ EMBER_VEC_INLINE A log1p(A x) {
     return log1p_f(x);
   else
     return std::log1p(x);
+}
+template <typename A>
+EMBER_VEC_INLINE A expm1(A x) {
+  if constexpr (std::is_same<A, float>::value)
+    return expm1_f(x);
+  else
+    return std::expm1(x);
 }
 template <typename A>
 EMBER_VEC_INLINE A tanh(A x) {
