@@ -27,6 +27,8 @@ CASES = {
     "sdpa fwd+bwd (B8 H8 L512 D64)": ("sdpa", dict(B=8, H=8, L=512, D=64, causal=False)),
     "sdpa causal fwd+bwd (B8 H8 L512 D64)": ("sdpa", dict(B=8, H=8, L=512, D=64, causal=True)),
     "sdpa fwd only (B8 H8 L512 D64)": ("sdpa_fwd", dict(B=8, H=8, L=512, D=64, causal=False)),
+    "sdpa dropout 0.1 fwd+bwd (B8 H8 L512 D64)": ("sdpa", dict(B=8, H=8, L=512, D=64,
+                                                                causal=False, dropout=0.1)),
 }
 
 
@@ -70,7 +72,7 @@ def make_case(lib, kind, p):
         return run
 
     def run():
-        sdpa(q, k, v, is_causal=p["causal"]).sum().backward()
+        sdpa(q, k, v, is_causal=p["causal"], dropout_p=p.get("dropout", 0.0)).sum().backward()
     return run
 
 

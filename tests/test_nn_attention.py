@@ -222,6 +222,88 @@ def test_dropout(device):
     assert abs(_np(a).mean() - 1) < 0.1 and _np(a).std() > 0.05
 
 
+def _dropout_reference(q, k, v, p, seed, kw, gqa):
+    """The composite path with the scaled keep mask the fused call under `seed` draws."""
+    B, Hq, L, E = q.shape
+    S = k.shape[2]
+    ember.manual_seed(seed)
+    z = _C._sdpa_dropout_mask(B, Hq, L, S, p, q.dtype)
+    if gqa:
+        k, v = (t.repeat_interleave(Hq // k.shape[1], 1) for t in (k, v))
+    s = (q @ k.transpose(-2, -1)) * kw.get("scale", 1.0 / np.sqrt(E))
+    if kw.get("is_causal"):
+        s = s.masked_fill(ember.ones((L, S), dtype=ember.bool).triu(1), float("-inf"))
+    if "attn_mask" in kw:
+        s = s.masked_fill(~kw["attn_mask"], float("-inf"))
+    return (s.softmax(-1) * z) @ v, z
+
+
+@pytest.mark.parametrize("blas", [True, False])
+@pytest.mark.parametrize("shape", [(2, 2, 2, 70, 130, 64, 64),   # several key chunks
+                                   (1, 4, 2, 33, 65, 5, 7),       # grouped-query, odd sizes
+                                   (1, 1, 1, 150, 1100, 8, 8)])   # query tiles, key chunks
+def test_fused_dropout_matches_composite_with_the_same_mask(shape, blas):
+    # Note [Fused attention dropout]: the fused kernels (tiled and row) apply exactly the mask
+    # _sdpa_dropout_mask materializes; values and all three gradients match the composite.
+    rng = np.random.default_rng(21)
+    gqa = shape[1] != shape[2]
+    L, S = shape[3], shape[4]
+    m = ember.tensor(rng.uniform(size=(L, S)) > 0.3)
+    _C._set_blas_enabled(blas)
+    try:
+        for kw in ({}, {"is_causal": True}, {"attn_mask": m, "scale": 0.2}):
+            res, g = [], None
+            for fused in (True, False):
+                q, k, v = _qkv(np.random.default_rng(2), shape, ember.float64, grad=True)
+                if fused:
+                    ember.manual_seed(77)
+                    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, enable_gqa=gqa,
+                                                         **kw)
+                    assert type(out.grad_fn).__name__ == \
+                        "ScaledDotProductFlashAttentionForCpuBackward0"
+                else:
+                    out, z = _dropout_reference(q, k, v, 0.3, 77, kw, gqa)
+                    frac = float((z == 0).double().mean())
+                    assert abs(frac - 0.3) < 0.03, frac
+                if g is None:
+                    g = _t(rng, out.shape, ember.float64)
+                (out * g).sum().backward()
+                res.append([_np(out)] + [_np(t.grad) for t in (q, k, v)])
+            for a, b in zip(*res):
+                np.testing.assert_allclose(a, b, atol=1e-11, rtol=1e-10, err_msg=str(kw))
+    finally:
+        _C._set_blas_enabled(True)
+
+
+def test_fused_dropout_gradcheck_gradgradcheck_and_float32():
+    rng = np.random.default_rng(22)
+    q, k, v = _qkv(rng, (1, 2, 1, 5, 6, 3, 2), ember.float64, grad=True)
+
+    def f(q, k, v):  # the same mask on every call: a function gradcheck can difference
+        ember.manual_seed(9)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.4, enable_gqa=True)
+    assert ember.autograd.gradcheck(f, (q, k, v))
+    assert ember.autograd.gradgradcheck(f, (q, k, v))
+    # float32 through the same kernels
+    q32, k32, v32 = (t.detach().float() for t in (q, k, v))
+    ember.manual_seed(9)
+    a = F.scaled_dot_product_attention(q32, k32, v32, dropout_p=0.4, enable_gqa=True)
+    b = f(q, k, v)
+    np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
+
+
+def test_fused_dropout_draws_a_new_mask_each_call_and_errors():
+    q = ember.randn(1, 1, 32, 8)
+    ember.manual_seed(1)
+    a = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    b = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    assert not np.array_equal(_np(a), _np(b))
+    with pytest.raises(RuntimeError, match="0 <= dropout_p < 1"):
+        _C._sdpa_flash(q, q, q, None, False, 1.0, 1.5)
+    with pytest.raises(RuntimeError, match="0 <= dropout_p < 1"):
+        _C._sdpa_flash(q, q, q, None, False, 1.0, -0.1)
+
+
 def test_empty_and_small_shapes(device):
     q = ember.zeros((1, 2, 0, 4), device=device)
     k = ember.zeros((1, 2, 3, 4), device=device)

@@ -59,7 +59,7 @@ Tensor expanded_mask(const Tensor& mask, const Tensor& q, const Tensor& k) {
 }
 
 Tensor flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m,
-                     bool is_causal, double scale, Tensor* lse_out) {
+                     bool is_causal, double scale, const SdpaDropout& drop, Tensor* lse_out) {
   autograd::GradModeGuard no_grad(false);
   Tensor out = empty({q.size(0), q.size(1), q.size(2), v.size(3)}, q.dtype(), q.device());
   Tensor lse = empty({q.size(0), q.size(1), q.size(2)}, q.dtype(), q.device());
@@ -68,14 +68,38 @@ Tensor flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Te
       fill_(out, 0);
       fill_(lse, -INFINITY);
     } else {
-      sdpa_fwd_stub.get(q.device())(SdpaFwdArgs{q, k, v, m, out, lse, is_causal, scale});
+      sdpa_fwd_stub.get(q.device())(SdpaFwdArgs{q, k, v, m, out, lse, is_causal, scale, drop});
     }
   }
   if (lse_out) *lse_out = lse;
   return out;
 }
 
+// softmax(q k^T * scale + mask) v, with the attention weights multiplied by `keep` (the
+// scaled dropout mask) when it is defined.
+Tensor sdpa_math_keep(const Tensor& q, const Tensor& k_in, const Tensor& v_in, const Tensor& mask,
+                      bool is_causal, double scale, const Tensor& keep);
+
 }  // namespace
+
+SdpaDropout sdpa_reserve_dropout(double p) {
+  auto [seed, offset] = default_generator()->reserve(1);
+  return SdpaDropout(p, seed, offset);
+}
+
+Tensor sdpa_dropout_mask(const SdpaDropout& d, int64_t B, int64_t H, int64_t L, int64_t S,
+                         DType dtype) {
+  Tensor z = empty({B, H, L, S}, DType::Float64, Device());
+  double* zp = z.data<double>();
+  const double sc = 1.0 / (1.0 - d.p);
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t i = 0; i < L; ++i) {
+      const uint32_t rk = d.row(bh, i);
+      double* row = zp + (bh * L + i) * S;
+      for (int64_t j = 0; j < S; ++j) row[j] = SdpaDropout::keep(rk, j, d.threshold) ? sc : 0.0;
+    }
+  return to_dtype(z, dtype);
+}
 
 Tensor sdpa_float_mask(const Tensor& mask, DType dtype) {
   if (mask.dtype() == DType::Bool) {
@@ -90,28 +114,36 @@ Tensor sdpa_float_mask(const Tensor& mask, DType dtype) {
 }
 
 Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                  bool is_causal, double scale) {
+                  bool is_causal, double scale, double dropout_p) {
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("scaled_dot_product_attention", {q, k, v, mask});
     autocast::ExcludeGuard g_;
-    return sdpa_flash(c_[0], c_[1], c_[2], c_[3], is_causal, scale);
+    return sdpa_flash(c_[0], c_[1], c_[2], c_[3], is_causal, scale, dropout_p);
   }
   check_args(q, k, v, mask, is_causal);
+  EMBER_CHECK(dropout_p >= 0 && dropout_p < 1, kOp,
+              ": the fused kernel takes 0 <= dropout_p < 1, got ", dropout_p);
+  EMBER_CHECK(dropout_p == 0 || q.device().is_cpu(), kOp,
+              ": fused dropout is a CPU kernel; got tensors on ", q.device().str());
   Tensor m = expanded_mask(mask, q, k);
+  const SdpaDropout drop = dropout_p > 0 ? sdpa_reserve_dropout(dropout_p) : SdpaDropout();
   autograd::RecordScope scope({&q, &k, &v});
   Tensor lse;
-  Tensor out = flash_forward(q, k, v, m, is_causal, scale, &lse);
+  Tensor out = flash_forward(q, k, v, m, is_causal, scale, drop, &lse);
   if (!scope.rec) return out;
   scope.done();
-  auto fn = [is_causal, scale](autograd::LambdaNode& n,
-                               autograd::variable_list&& g) -> autograd::variable_list {
+  auto fn = [is_causal, scale, drop](autograd::LambdaNode& n,
+                                     autograd::variable_list&& g) -> autograd::variable_list {
     Tensor q = n.unpack(0), k = n.unpack(1), v = n.unpack(2), m = n.unpack(3);
     std::vector<bool> mask{n.should_compute_output(0), n.should_compute_output(1),
                            n.should_compute_output(2)};
     if (autograd::grad_enabled()) {  // Note [Double backward of fused ops]
-      auto fwd = [is_causal, scale,
-                  m](const autograd::variable_list& in) -> autograd::variable_list {
-        return {sdpa_math(in[0], in[1], in[2], m, is_causal, scale, 0.0)};
+      Tensor keep;
+      if (drop.on())  // the same Z as the forward's (Note [Fused attention dropout])
+        keep = sdpa_dropout_mask(drop, q.size(0), q.size(1), q.size(2), k.size(2), q.dtype());
+      auto fwd = [is_causal, scale, m,
+                  keep](const autograd::variable_list& in) -> autograd::variable_list {
+        return {sdpa_math_keep(in[0], in[1], in[2], m, is_causal, scale, keep)};
       };
       return autograd::composite_vjp(fwd, {q, k, v}, {g[0]}, mask);
     }
@@ -124,7 +156,7 @@ Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
       fill_(dq, 0), fill_(dk, 0), fill_(dv, 0);
     } else {
       sdpa_bwd_stub.get(q.device())(
-          SdpaBwdArgs{q, k, v, m, out, lse, contiguous(g[0]), dq, dk, dv, is_causal, scale});
+          SdpaBwdArgs{q, k, v, m, out, lse, contiguous(g[0]), dq, dk, dv, is_causal, scale, drop});
     }
     return {mask[0] ? dq : Tensor(), mask[1] ? dk : Tensor(), mask[2] ? dv : Tensor()};
   };
@@ -147,6 +179,18 @@ Tensor sdpa_math(const Tensor& q, const Tensor& k_in, const Tensor& v_in, const 
     return sdpa_math(c_[0], c_[1], c_[2], c_[3], is_causal, scale, dropout_p);
   }
   check_args(q, k_in, v_in, mask, is_causal);
+  Tensor keep;
+  if (dropout_p > 0) {
+    keep = empty({q.size(0), q.size(1), q.size(2), k_in.size(2)}, q.dtype(), q.device());
+    bernoulli_(keep, 1 - dropout_p);
+    if (dropout_p < 1) keep = binary(BinaryOp::mul, keep, wrap_scalar(Scalar(1 / (1 - dropout_p))));
+  }
+  return sdpa_math_keep(q, k_in, v_in, mask, is_causal, scale, keep);
+}
+
+namespace {
+Tensor sdpa_math_keep(const Tensor& q, const Tensor& k_in, const Tensor& v_in, const Tensor& mask,
+                      bool is_causal, double scale, const Tensor& keep) {
   Tensor k = k_in, v = v_in;
   if (q.size(1) != k.size(1)) {
     const int64_t rep = q.size(1) / k.size(1);
@@ -174,13 +218,9 @@ Tensor sdpa_math(const Tensor& q, const Tensor& k_in, const Tensor& v_in, const 
     safe = binary(BinaryOp::eq, den, wrap_scalar(Scalar(0.0)));
   }
   Tensor p = binary(BinaryOp::div, e, masked_fill(den, safe, Scalar(1.0)));
-  if (dropout_p > 0) {
-    Tensor keep = empty(p.sizes(), p.dtype(), p.device());
-    bernoulli_(keep, 1 - dropout_p);
-    if (dropout_p < 1) keep = binary(BinaryOp::mul, keep, wrap_scalar(Scalar(1 / (1 - dropout_p))));
-    p = binary(BinaryOp::mul, p, keep);
-  }
+  if (keep.defined()) p = binary(BinaryOp::mul, p, keep);
   return matmul(p, v);
 }
+}  // namespace
 
 }  // namespace ember

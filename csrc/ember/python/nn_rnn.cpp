@@ -143,11 +143,18 @@ void init_nn_rnn(py::module_& m) {
           return pad_sequence(seqs, batch_first, padding_value, pad_left);
         });
   m.def("_sdpa_flash", [](const Tensor& q, const Tensor& k, const Tensor& v, const OptT& mask,
-                          bool is_causal, double scale) {
+                          bool is_causal, double scale, double dropout_p) {
     const Tensor m = opt(mask);
     py::gil_scoped_release nogil;  // hooks and storage releases take it back themselves
-    return sdpa_flash(q, k, v, m, is_causal, scale);
+    return sdpa_flash(q, k, v, m, is_causal, scale, dropout_p);
   });
+  // The scaled keep mask the next fused call with dropout_p would draw (it takes the same
+  // generator block): tests compare the fused kernels with the math path under it.
+  m.def("_sdpa_dropout_mask",
+        [](int64_t B, int64_t H, int64_t L, int64_t S, double p, py::handle dtype) {
+          EMBER_CHECK(p > 0 && p < 1, "_sdpa_dropout_mask: expected 0 < p < 1, got ", p);
+          return sdpa_dropout_mask(sdpa_reserve_dropout(p), B, H, L, S, dtype_arg(dtype));
+        });
   m.def("_sdpa_math", [](const Tensor& q, const Tensor& k, const Tensor& v, const OptT& mask,
                          bool is_causal, double scale, double dropout_p) {
     return sdpa_math(q, k, v, opt(mask), is_causal, scale, dropout_p);

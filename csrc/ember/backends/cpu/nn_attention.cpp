@@ -122,6 +122,28 @@ inline void add_mask_and_causal(T* s, const T* mrow, int64_t ms3, int64_t j0, in
       if (j0 + j > i) s[j] = -std::numeric_limits<T>::infinity();
 }
 
+// Multiplies the row's weights s[0, nb) (columns j0...) by Z (Note [Fused attention dropout]).
+template <typename T>
+inline void drop_row(T* s, const SdpaDropout& d, uint32_t rk, int64_t j0, int64_t nb) {
+  const T sc = T(1.0 / (1.0 - d.p));
+  const uint32_t th = d.threshold;
+  for (int64_t j = 0; j < nb; ++j) s[j] = SdpaDropout::keep(rk, j0 + j, th) ? s[j] * sc : T(0);
+}
+
+// The backward's row step with dropout: p = exp(s - lse); P <- p * z; dS <- p * (z * dP - D).
+template <typename T>
+inline void drop_grad_row(T* pr, T* dsr, const T* dp, T li, T Di, const SdpaDropout& d, uint32_t rk,
+                          int64_t j0, int64_t nb) {
+  const T sc = T(1.0 / (1.0 - d.p));
+  const uint32_t th = d.threshold;
+  for (int64_t j = 0; j < nb; ++j) {
+    const T p = vec::exp<T>(pr[j] - li);
+    const T z = SdpaDropout::keep(rk, j0 + j, th) ? sc : T(0);
+    pr[j] = p * z;
+    dsr[j] = p * (z * dp[j] - Di);
+  }
+}
+
 template <typename T, int DC>
 void fwd_rows(const SdpaFwdArgs& a) {
   const int64_t B = a.q.size(0), Hq = a.q.size(1), L = a.q.size(2), E = a.q.size(3);
@@ -172,6 +194,7 @@ void fwd_rows(const SdpaFwdArgs& a) {
           }
           exp_shift(s, m, nb);
           for (int64_t j = 0; j < nb; ++j) l += s[j];
+          if (a.dropout.on()) drop_row(s, a.dropout, a.dropout.row(b * Hq + h, i), j0, nb);
           accumulate_rows<T, DC>(o.data(), s, vv.data() + j0 * Ev, nb, Ev);
         }
         T* orow = op + ((b * Hq + h) * L + i) * Ev;
@@ -255,9 +278,13 @@ void bwd_rows(const SdpaBwdArgs& a) {
               scores<T, DC>(pr, qs.data() + ii * E, kt.data() + j0 * E, E, nb);
               const T* mrow = has_mask ? mp + b * gm.s0 + h * gm.s1 + i * gm.s2 : nullptr;
               add_mask_and_causal(pr, mrow, gm.s3, j0, nb, a.causal, i);
-              exp_shift(pr, li, nb);
               scores<T, DC>(dp, gop + (bh * L + i) * Ev, vt.data() + j0 * Ev, Ev, nb);
               const T Di = Dv[size_t(ii)];
+              if (a.dropout.on()) {
+                drop_grad_row(pr, dsr, dp, li, Di, a.dropout, a.dropout.row(bh, i), j0, nb);
+                continue;
+              }
+              exp_shift(pr, li, nb);
               for (int64_t j = 0; j < nb; ++j) dsr[j] = pr[j] * (dp[j] - Di);
             }
             // dV[j] += sum_i P[i, j] dO[i];  dK[j] += sum_i dS[i, j] qs[i]
@@ -495,6 +522,7 @@ void fwd_tiled(const SdpaFwdArgs& a) {
             m = bm;
           }
           l[size_t(ii)] += exp_shift_sum(s, nb, m);
+          if (a.dropout.on()) drop_row(s, a.dropout, a.dropout.row(bh, i0 + ii), j0, nb);
         }
         blas::gemm_serial(false, false, nq, Ev, nb, T(1), st.data(), nb, V + j0 * ldv, ldv, T(1),
                           o.data(), Ev);
@@ -573,6 +601,10 @@ void bwd_tiled(const SdpaBwdArgs& a) {
                 continue;
               }
               const T Di = Dv[size_t(ii)];
+              if (a.dropout.on()) {
+                drop_grad_row(pr, dsr, dsr, li, Di, a.dropout, a.dropout.row(bh, i0 + ii), j0, nb);
+                continue;
+              }
               for (int64_t j = 0; j < nb; ++j) {
                 const T p = vec::exp<T>(pr[j] - li);
                 pr[j] = p;
