@@ -445,3 +445,27 @@ def test_transformer_encoder_layer_structure_and_training():
     custom = ember.nn.TransformerEncoderLayer(8, 2, 16, 0.0, activation=ember.tanh, bias=False)
     assert custom.activation is ember.tanh and custom.linear1.bias is None
     assert tuple(custom(x).shape) == (7, 2, 8)
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16])
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"dropout_p": 0.2}])
+def test_16_bit_inputs_compute_in_float(dtype, kw):
+    # Note [16-bit recurrent and attention math]
+    rng = np.random.default_rng(30)
+    q, k, v = (t.to(dtype).requires_grad_() for t in _qkv(rng, (2, 2, 2, 9, 11, 8, 4),
+                                                          ember.float32))
+    ember.manual_seed(4)
+    out = F.scaled_dot_product_attention(q, k, v, **kw)
+    assert out.dtype == dtype
+    q32, k32, v32 = (t.detach().float().requires_grad_() for t in (q, k, v))
+    ember.manual_seed(4)
+    ref = F.scaled_dot_product_attention(q32, k32, v32, **kw)
+    tol = 2e-2 if dtype == ember.bfloat16 else 2e-3
+    np.testing.assert_allclose(_np(out.float()), _np(ref.to(dtype).float()), rtol=tol, atol=tol)
+    out.float().sum().backward()
+    ref.sum().backward()
+    for a, b in ((q, q32), (k, k32), (v, v32)):
+        assert a.grad.dtype == dtype
+        np.testing.assert_allclose(_np(a.grad.float()), _np(b.grad), rtol=5 * tol, atol=5 * tol)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        F.scaled_dot_product_attention(q, k.float(), v)

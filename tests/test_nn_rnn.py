@@ -494,3 +494,35 @@ def test_modules_against_torch_packed_state_dict():
         np.testing.assert_allclose(_np(y), np.array(d["y"]), atol=1e-10, err_msg=name)
         for a, e in zip(h if isinstance(h, tuple) else (h,), d["h"]):
             np.testing.assert_allclose(_np(a), np.array(e), atol=1e-10, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16])
+@pytest.mark.parametrize("cls", ["LSTM", "GRU", "RNN"])
+def test_16_bit_modules_compute_in_float(cls, dtype):
+    # Note [16-bit recurrent and attention math]: the float kernels on float copies, the
+    # results (and the gradients of 16-bit parameters) in the module's dtype.
+    ember.manual_seed(0)
+    m32 = getattr(ember.nn, cls)(6, 5, num_layers=2, bidirectional=True)
+    m16 = getattr(ember.nn, cls)(6, 5, num_layers=2, bidirectional=True).to(dtype)
+    m16.load_state_dict({k: v.to(dtype) for k, v in m32.state_dict().items()})
+    x = ember.randn(7, 3, 6).to(dtype)
+    out16, _ = m16(x.requires_grad_())
+    assert out16.dtype == dtype
+    # the reference: the same 16-bit weights and input, computed in float32
+    m_ref = getattr(ember.nn, cls)(6, 5, num_layers=2, bidirectional=True)
+    m_ref.load_state_dict({k: v.float() for k, v in m16.state_dict().items()})
+    xr = x.detach().float().requires_grad_()
+    out_ref, _ = m_ref(xr)
+    tol = 2e-2 if dtype == ember.bfloat16 else 2e-3
+    np.testing.assert_allclose(out16.float().detach().numpy(), out_ref.detach().to(dtype).float().numpy(),
+                               rtol=tol, atol=tol)
+    out16.float().sum().backward()
+    out_ref.sum().backward()
+    assert x.grad.dtype == dtype and m16.weight_hh_l1.grad.dtype == dtype
+    np.testing.assert_allclose(x.grad.float().numpy(), xr.grad.numpy(), rtol=5 * tol, atol=5 * tol)
+
+
+def test_16_bit_dtype_mismatch_is_an_error():
+    m = ember.nn.LSTM(3, 4).half()
+    with pytest.raises((RuntimeError, ValueError), match="type|dtype"):
+        m(ember.randn(2, 1, 3))

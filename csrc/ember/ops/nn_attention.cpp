@@ -37,7 +37,8 @@ void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
               dtype_name(q.dtype()), " key.dtype: ", dtype_name(k.dtype()),
               " and value.dtype: ", dtype_name(v.dtype()), " instead.");
   EMBER_CHECK(q.dtype() == DType::Float32 || q.dtype() == DType::Float64, kOp,
-              ": expected float32 or float64 inputs, got ", dtype_name(q.dtype()));
+              ": expected floating inputs (float16, bfloat16, float32 or float64), got ",
+              dtype_name(q.dtype()));
   EMBER_CHECK(q.size(0) == k.size(0) && k.size(0) == v.size(0) && k.size(1) == v.size(1) &&
                   k.size(2) == v.size(2) && q.size(3) == k.size(3),
               kOp, ": shapes of query ", shape_str(q.sizes()), ", key ", shape_str(k.sizes()),
@@ -49,6 +50,12 @@ void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
               "should not be set when is_causal=True");
   EMBER_CHECK(q.device() == k.device() && q.device() == v.device(), kOp,
               ": expected query, key and value on the same device");
+}
+
+// Half or bfloat16 query, key and value (all three the same): computed in float.
+bool reduced_float(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const DType d = q.dtype();
+  return (d == DType::Float16 || d == DType::BFloat16) && k.dtype() == d && v.dtype() == d;
 }
 
 Tensor expanded_mask(const Tensor& mask, const Tensor& q, const Tensor& k) {
@@ -120,6 +127,10 @@ Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
     autocast::ExcludeGuard g_;
     return sdpa_flash(c_[0], c_[1], c_[2], c_[3], is_causal, scale, dropout_p);
   }
+  if (reduced_float(q, k, v)) {  // Note [16-bit recurrent and attention math]
+    auto up = [](const Tensor& t) { return to_dtype(t, DType::Float32); };
+    return to_dtype(sdpa_flash(up(q), up(k), up(v), mask, is_causal, scale, dropout_p), q.dtype());
+  }
   check_args(q, k, v, mask, is_causal);
   EMBER_CHECK(dropout_p >= 0 && dropout_p < 1, kOp,
               ": the fused kernel takes 0 <= dropout_p < 1, got ", dropout_p);
@@ -177,6 +188,11 @@ Tensor sdpa_math(const Tensor& q, const Tensor& k_in, const Tensor& v_in, const 
     auto c_ = autocast::autocast_inputs("scaled_dot_product_attention", {q, k_in, v_in, mask});
     autocast::ExcludeGuard g_;
     return sdpa_math(c_[0], c_[1], c_[2], c_[3], is_causal, scale, dropout_p);
+  }
+  if (reduced_float(q, k_in, v_in)) {  // Note [16-bit recurrent and attention math]
+    auto up = [](const Tensor& t) { return to_dtype(t, DType::Float32); };
+    return to_dtype(sdpa_math(up(q), up(k_in), up(v_in), mask, is_causal, scale, dropout_p),
+                    q.dtype());
   }
   check_args(q, k_in, v_in, mask, is_causal);
   Tensor keep;

@@ -329,6 +329,23 @@ std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& data, const std::vec
                                 int64_t num_layers, double dropout, bool train,
                                 bool bidirectional) {
   const char* op = mode_name(mode);
+  // Note [16-bit recurrent and attention math]: half and bfloat16 run the float kernels on
+  // float copies (differentiable casts), and the results come back in the input's dtype.
+  if (data.dtype() == DType::Float16 || data.dtype() == DType::BFloat16) {
+    const DType dt = data.dtype();
+    auto up = [](const Tensor& t) { return t.defined() ? to_dtype(t, DType::Float32) : t; };
+    std::vector<Tensor> ps;
+    for (const Tensor& p : params) {
+      EMBER_CHECK(p.dtype() == dt, op, ": expected all tensors to have dtype ", dtype_name(dt),
+                  ", got ", dtype_name(p.dtype()));
+      ps.push_back(up(p));
+    }
+    auto r = rnn_forward(mode, up(data), bs, up(hx), up(cx), ps, has_biases, num_layers, dropout,
+                         train, bidirectional);
+    for (Tensor& t : r)
+      if (t.defined()) t = to_dtype(t, dt);
+    return r;
+  }
   const int64_t D = bidirectional ? 2 : 1;
   EMBER_CHECK(num_layers >= 1, op, ": num_layers must be at least 1, got ", num_layers);
   EMBER_CHECK(dropout >= 0 && dropout <= 1, op,
