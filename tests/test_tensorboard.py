@@ -315,10 +315,8 @@ def test_add_graph(tmp_path):
     assert shape == [3, 8]
 
 
-def test_add_graph_with_ember_nn_when_available(tmp_path):
+def test_add_graph_with_ember_nn(tmp_path):
     import ember.nn as nn
-    if not hasattr(nn, "Sequential") or not hasattr(nn, "Linear"):
-        pytest.skip("ember.nn modules are not merged into this branch yet")
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     with SummaryWriter(tmp_path) as w:
         w.add_graph(model, ember.randn(3, 4))
