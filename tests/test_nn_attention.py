@@ -92,6 +92,17 @@ def test_fused_gradients_match_composite(shape, dtype, device):
             np.testing.assert_allclose(a, b, atol=tol, rtol=tol)
 
 
+def _values_and_grads(out, g, inputs):
+    """out and the inputs' gradients of sum(out * g), as arrays."""
+    (out * g).sum().backward()
+    return [_np(out)] + [_np(t.grad) for t in inputs]
+
+
+def _assert_pairs(res, rtol, kw):
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, atol=1e-11, rtol=rtol, err_msg=str(kw))
+
+
 @pytest.mark.parametrize("blas", [True, False])
 @pytest.mark.parametrize("shape", [(1, 2, 1, 150, 1100, 8, 8),   # several key chunks, query tiles
                                    (2, 2, 2, 129, 3, 5, 7)])     # a partial backward tile
@@ -115,12 +126,9 @@ def test_tiled_and_row_kernels_match_composite(shape, blas, device):
                 else:
                     out = _C._sdpa_math(q, k, v, kw.get("attn_mask"), kw.get("is_causal", False),
                                         1.0 / np.sqrt(shape[5]), 0.0)
-                if g is None:
-                    g = _t(rng, out.shape, ember.float64, device)
-                (out * g).sum().backward()
-                res.append([_np(out)] + [_np(t.grad) for t in (q, k, v)])
-            for a, b in zip(*res):
-                np.testing.assert_allclose(a, b, atol=1e-11, rtol=1e-11, err_msg=str(kw))
+                g = _t(rng, out.shape, ember.float64, device) if g is None else g
+                res.append(_values_and_grads(out, g, (q, k, v)))
+            _assert_pairs(res, 1e-11, kw)
     finally:
         _C._set_blas_enabled(True)
 
@@ -265,12 +273,9 @@ def test_fused_dropout_matches_composite_with_the_same_mask(shape, blas):
                     out, z = _dropout_reference(q, k, v, 0.3, 77, kw, gqa)
                     frac = float((z == 0).double().mean())
                     assert abs(frac - 0.3) < 0.03, frac
-                if g is None:
-                    g = _t(rng, out.shape, ember.float64)
-                (out * g).sum().backward()
-                res.append([_np(out)] + [_np(t.grad) for t in (q, k, v)])
-            for a, b in zip(*res):
-                np.testing.assert_allclose(a, b, atol=1e-11, rtol=1e-10, err_msg=str(kw))
+                g = _t(rng, out.shape, ember.float64) if g is None else g
+                res.append(_values_and_grads(out, g, (q, k, v)))
+            _assert_pairs(res, 1e-10, kw)
     finally:
         _C._set_blas_enabled(True)
 

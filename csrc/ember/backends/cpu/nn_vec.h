@@ -164,34 +164,19 @@ EMBER_VEC_INLINE float erf_f(float x) {
 }
 
 /// The compute-type versions: the vectorizable float ones, libm for double.
-template <typename A>
-EMBER_VEC_INLINE A log1p(A x) {
-  if constexpr (std::is_same<A, float>::value)
-    return log1p_f(x);
-  else
-    return std::log1p(x);
-}
-template <typename A>
-EMBER_VEC_INLINE A expm1(A x) {
-  if constexpr (std::is_same<A, float>::value)
-    return expm1_f(x);
-  else
-    return std::expm1(x);
-}
-template <typename A>
-EMBER_VEC_INLINE A tanh(A x) {
-  if constexpr (std::is_same<A, float>::value)
-    return tanh_f(x);
-  else
-    return std::tanh(x);
-}
-template <typename A>
-EMBER_VEC_INLINE A erf(A x) {
-  if constexpr (std::is_same<A, float>::value)
-    return erf_f(x);
-  else
-    return std::erf(x);
-}
+#define EMBER_VEC_COMPUTE_TYPE(name)             \
+  template <typename A>                          \
+  EMBER_VEC_INLINE A name(A x) {                 \
+    if constexpr (std::is_same<A, float>::value) \
+      return name##_f(x);                        \
+    else                                         \
+      return std::name(x);                       \
+  }
+EMBER_VEC_COMPUTE_TYPE(log1p)
+EMBER_VEC_COMPUTE_TYPE(expm1)
+EMBER_VEC_COMPUTE_TYPE(tanh)
+EMBER_VEC_COMPUTE_TYPE(erf)
+#undef EMBER_VEC_COMPUTE_TYPE
 
 /// max over n values of f(i) (A = the compute type); -inf for n == 0.
 template <typename A, typename F>
