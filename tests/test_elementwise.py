@@ -388,3 +388,27 @@ def test_alpha_only_for_add_and_sub():
         ember.mul(a, a, alpha=2)
     with pytest.raises(TypeError, match="unexpected keyword argument 'alpha'"):
         a.mul_(a, alpha=2)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int16", "float32", "float64"])
+@pytest.mark.parametrize("a_kind", ["tensor", "scalar", "broadcast"])
+@pytest.mark.parametrize("b_kind", ["tensor", "scalar", "broadcast"])
+def test_where_broadcast_operand_loops(rng, dtype, a_kind, b_kind):
+    # Each value operand contiguous, a number, or a size-1 tensor broadcast (stride 0): the
+    # contiguous loops blend by mask (relu's backward is where(mask, 0, grad)).
+    n = 1037  # not a multiple of any vector width
+    cond = rng.uniform(size=n) > 0.4
+
+    def value(kind, seed):
+        v = np.random.default_rng(seed).integers(0, 5, size=n if kind == "tensor" else 1)
+        v = v.astype(dtype)
+        if kind == "scalar":
+            return v[0].item(), v[0]
+        return ember.from_numpy(v), v
+    (ae, an), (be, bn) = value(a_kind, 1), value(b_kind, 2)
+    got = ember.where(ember.from_numpy(cond), ae, be).numpy()
+    want = np.where(cond, an, bn)
+    np.testing.assert_array_equal(got, want.astype(got.dtype))
+    # a non-0/1 condition byte still selects (a bool view of uint8 data)
+    c2 = ember.from_numpy(np.where(cond, 3, 0).astype(np.uint8)).view(ember.bool)
+    np.testing.assert_array_equal(ember.where(c2, ae, be).numpy(), want.astype(got.dtype))

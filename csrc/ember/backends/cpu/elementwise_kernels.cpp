@@ -89,16 +89,33 @@ void copy_kernel(TensorIterator& it) {
 
 // One fixed-size element type per width, so the copy is a load and a store (a
 // runtime-sized memcpy per element was a library call: 16 ns each).
+// A contiguous output and condition; each value operand contiguous or one broadcast value
+// (where(mask, 0, grad), relu's backward, is the common case): a loop that vectorizes.
+template <typename U, bool AllA, bool AllB>
+void where_contiguous(char** d, int64_t n) {
+  U* __restrict o = reinterpret_cast<U*>(d[0]);
+  // Read as bytes: a bool view of other bytes (x.view(bool)) then still means "nonzero".
+  const uint8_t* __restrict c = reinterpret_cast<const uint8_t*>(d[1]);
+  const U* __restrict a = reinterpret_cast<const U*>(d[2]);
+  const U* __restrict b = reinterpret_cast<const U*>(d[3]);
+  const U a0 = *a, b0 = *b;
+  // Both values are read and blended by a mask: a select whose loads were conditional
+  // stayed a scalar branch.
+  for (int64_t i = 0; i < n; ++i) {
+    const U av = AllA ? a[i] : a0, bv = AllB ? b[i] : b0;
+    const U m = U(U(0) - U(c[i] != 0));
+    o[i] = U((av & m) | (bv & U(~m)));
+  }
+}
+
 template <typename U>
 void where_loop(char** d, const int64_t* s, int64_t n) {
   constexpr int64_t es = sizeof(U);
-  if (s[0] == es && s[1] == 1 && s[2] == es && s[3] == es) {
-    U* o = reinterpret_cast<U*>(d[0]);
-    const bool* c = reinterpret_cast<const bool*>(d[1]);
-    const U* a = reinterpret_cast<const U*>(d[2]);
-    const U* b = reinterpret_cast<const U*>(d[3]);
-    for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
-    return;
+  if (n > 0 && s[0] == es && s[1] == 1 && (s[2] == es || s[2] == 0) && (s[3] == es || s[3] == 0)) {
+    if (s[2] == es && s[3] == es) return where_contiguous<U, true, true>(d, n);
+    if (s[2] == es) return where_contiguous<U, true, false>(d, n);
+    if (s[3] == es) return where_contiguous<U, false, true>(d, n);
+    return where_contiguous<U, false, false>(d, n);
   }
   for (int64_t i = 0; i < n; ++i) {
     const bool c = *reinterpret_cast<const bool*>(d[1] + i * s[1]);
