@@ -307,6 +307,12 @@ def test_fused_dropout_draws_a_new_mask_each_call_and_errors():
         _C._sdpa_flash(q, q, q, None, False, 1.0, 1.5)
     with pytest.raises(RuntimeError, match="0 <= dropout_p < 1"):
         _C._sdpa_flash(q, q, q, None, False, 1.0, -0.1)
+    with pytest.raises(RuntimeError, match="floating dtype"):
+        _C._sdpa_dropout_mask(1, 1, 2, 2, 0.5, ember.int64)
+    with pytest.raises(RuntimeError, match="0 < p < 1"):
+        _C._sdpa_dropout_mask(1, 1, 2, 2, 1.0, ember.float32)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        _C._sdpa_dropout_mask(-1, 1, 2, 2, 0.5, ember.float32)
 
 
 def test_empty_and_small_shapes(device):

@@ -526,3 +526,12 @@ def test_16_bit_dtype_mismatch_is_an_error():
     m = ember.nn.LSTM(3, 4).half()
     with pytest.raises((RuntimeError, ValueError), match="type|dtype"):
         m(ember.randn(2, 1, 3))
+
+
+def test_16_bit_hidden_dtype_mismatch_is_an_error():
+    m = ember.nn.LSTM(3, 4).half()
+    x = ember.randn(2, 1, 3).half()
+    with pytest.raises(RuntimeError, match="not the same dtype.*Half.*Float"):
+        m(x, (ember.zeros(1, 1, 4), ember.zeros(1, 1, 4).half()))
+    with pytest.raises(RuntimeError, match="not the same dtype"):
+        ember.nn.GRU(3, 4).to(ember.bfloat16)(x.to(ember.bfloat16), ember.zeros(1, 1, 4))

@@ -333,6 +333,10 @@ std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& data, const std::vec
   // float copies (differentiable casts), and the results come back in the input's dtype.
   if (data.dtype() == DType::Float16 || data.dtype() == DType::BFloat16) {
     const DType dt = data.dtype();
+    for (const Tensor* t : {&hx, &cx})  // the float copies below must not hide a mismatch
+      EMBER_CHECK(!t->defined() || t->dtype() == dt,
+                  "Input and hidden tensors are not the same dtype, found input tensor with ",
+                  scalar_type_name(dt), " and hidden tensor with ", scalar_type_name(t->dtype()));
     auto up = [](const Tensor& t) { return t.defined() ? to_dtype(t, DType::Float32) : t; };
     std::vector<Tensor> ps;
     for (const Tensor& p : params) {

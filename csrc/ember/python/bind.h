@@ -86,7 +86,12 @@ struct type_caster<ember::Tensor> : type_caster_base<ember::Tensor> {
     auto* inst = reinterpret_cast<instance*>(obj);
     value_and_holder v_h = inst->get_value_and_holder(ti);
     ember::TensorImpl* impl = src.impl();
-    auto* value = new ember::Tensor(std::move(src));
+    auto* value = new (std::nothrow) ember::Tensor(std::move(src));
+    if (!value) {  // the instance has no value yet: its dealloc frees only itself
+      Py_DECREF(obj);
+      PyErr_NoMemory();
+      return handle();
+    }
     v_h.value_ptr() = value;
     inst->owned = true;
     new (std::addressof(v_h.holder<Holder>())) Holder(value);

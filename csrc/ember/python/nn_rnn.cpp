@@ -153,7 +153,10 @@ void init_nn_rnn(py::module_& m) {
   m.def("_sdpa_dropout_mask",
         [](int64_t B, int64_t H, int64_t L, int64_t S, double p, py::handle dtype) {
           EMBER_CHECK(p > 0 && p < 1, "_sdpa_dropout_mask: expected 0 < p < 1, got ", p);
-          return sdpa_dropout_mask(sdpa_reserve_dropout(p), B, H, L, S, dtype_arg(dtype));
+          const DType dt = dtype_arg(dtype);
+          EMBER_CHECK(is_floating(dt), "_sdpa_dropout_mask: expected a floating dtype, got ",
+                      dtype_name(dt));
+          return sdpa_dropout_mask(sdpa_reserve_dropout(p), B, H, L, S, dt);
         });
   m.def("_sdpa_math", [](const Tensor& q, const Tensor& k, const Tensor& v, const OptT& mask,
                          bool is_causal, double scale, double dropout_p) {

@@ -97,7 +97,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 B, query.shape[-3], L, S)
     # Dropout below 1 is fused on the CPU (Note [Fused attention dropout]); p = 1 zeroes every
     # weight and a mask that wants a gradient needs the composite.
-    use_math = (dropout_p > 0.0 and (dropout_p >= 1.0 or not q4.device.type == "cpu")) or (
+    use_math = (dropout_p > 0.0 and (dropout_p >= 1.0 or q4.device.type != "cpu")) or (
         mask is not None and mask.requires_grad)
     if use_math:
         out = _C._sdpa_math(q4, k4, v4, mask, bool(is_causal), float(scale), float(dropout_p))
