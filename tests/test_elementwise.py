@@ -412,3 +412,28 @@ def test_where_broadcast_operand_loops(rng, dtype, a_kind, b_kind):
     # a non-0/1 condition byte still selects (a bool view of uint8 data)
     c2 = ember.from_numpy(np.where(cond, 3, 0).astype(np.uint8)).view(ember.bool)
     np.testing.assert_array_equal(ember.where(c2, ae, be).numpy(), want.astype(got.dtype))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streamed_outputs(threads):
+    # Note [Streaming stores]: an op touching >= 64 MiB streams its output through a
+    # buffer with non-temporal stores, unless the output is an input. Each path, and an
+    # output that is not 64-byte aligned, must give the plain loop's values.
+    n = (3 << 21) + 37  # 24 MiB per float operand, not a multiple of the 16 KiB chunk
+    old = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(0)
+        an, bn = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+        a, b = ember.from_numpy(an.copy()), ember.from_numpy(bn)
+        np.testing.assert_array_equal((a + b).numpy(), an + bn)  # streamed
+        np.testing.assert_array_equal((a * 2.5).numpy(), an * np.float32(2.5))  # scalar operand
+        out = ember.empty(n + 1)[1:]  # 4-byte offset: never streamed
+        ember.mul(a, b, out=out)
+        np.testing.assert_array_equal(out.numpy(), an * bn)
+        np.testing.assert_allclose(ember.nn.functional.silu(a).numpy(), an / (1 + np.exp(-an)),
+                                   rtol=1e-5, atol=1e-6)  # the activation loops stream too
+        a.mul_(b)  # in place: not streamed
+        np.testing.assert_array_equal(a.numpy(), an * bn)
+    finally:
+        ember.set_num_threads(old)

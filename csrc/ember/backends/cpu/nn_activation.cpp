@@ -182,13 +182,15 @@ constexpr double kGeluKappa = 0.044715;
 template <typename T, typename F>
 void act_unary_loop(TensorIterator& it, F f) {
   using A = opmath_t<T>;
-  it.for_each([f](char** d, const int64_t* s, int64_t n) {
+  const bool stream = stream_output(it);
+  it.for_each([f, stream](char** d, const int64_t* s, int64_t n) {
     if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
       const T* __restrict x = reinterpret_cast<const T*>(d[1]);
-      contiguous_out(reinterpret_cast<T*>(d[0]), n, [&](T* __restrict o, int64_t b, int64_t e) {
-        const F fl = f;
-        for (int64_t i = b; i < e; ++i) o[i - b] = T(fl(A(x[i])));
-      });
+      contiguous_out(stream, reinterpret_cast<T*>(d[0]), n,
+                     [&](T* __restrict o, int64_t b, int64_t e) {
+                       const F fl = f;
+                       for (int64_t i = b; i < e; ++i) o[i - b] = T(fl(A(x[i])));
+                     });
     } else {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<T*>(d[0] + i * s[0]) =
@@ -200,14 +202,16 @@ void act_unary_loop(TensorIterator& it, F f) {
 template <typename T, typename F>
 void act_binary_loop(TensorIterator& it, F f) {
   using A = opmath_t<T>;
-  it.for_each([f](char** d, const int64_t* s, int64_t n) {
+  const bool stream = stream_output(it);
+  it.for_each([f, stream](char** d, const int64_t* s, int64_t n) {
     if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
       const T* __restrict g = reinterpret_cast<const T*>(d[1]);
       const T* __restrict x = reinterpret_cast<const T*>(d[2]);
-      contiguous_out(reinterpret_cast<T*>(d[0]), n, [&](T* __restrict o, int64_t b, int64_t e) {
-        const F fl = f;
-        for (int64_t i = b; i < e; ++i) o[i - b] = T(fl(A(g[i]), A(x[i])));
-      });
+      contiguous_out(stream, reinterpret_cast<T*>(d[0]), n,
+                     [&](T* __restrict o, int64_t b, int64_t e) {
+                       const F fl = f;
+                       for (int64_t i = b; i < e; ++i) o[i - b] = T(fl(A(g[i]), A(x[i])));
+                     });
     } else {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<T*>(d[0] + i * s[0]) =
