@@ -526,6 +526,18 @@ def test_float32_sum_accuracy(rng):
         assert abs(g - e) <= 2 * np.spacing(np.float32(e))
 
 
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 63, 64, 65, 79, 4095, 4096, 4097, 4096 * 3 + 81])
+def test_float_row_sum_every_lane_path(rng, n):
+    # Note [Accurate float sums]: 64-lane blocks, then 16-lane blocks, then one by one;
+    # each length here ends in a different mix of them. Rows of a 2-d tensor too.
+    for dt in (np.float32, np.float64):
+        a = (rng.random((3, n)) * 100 - 30).astype(dt)
+        got = ember.from_numpy(a).sum(1).numpy()
+        exact = np.array([math.fsum(r.astype(np.float64)) for r in a])
+        np.testing.assert_allclose(got, exact, rtol=4 * np.finfo(dt).eps, atol=1e-4 * (dt == np.float32))
+        assert abs(ember.from_numpy(a[1]).sum().item() - exact[1]) <= 2 * abs(np.spacing(dt(exact[1]))) + 1e-9
+
 # ---- out= and errors ---------------------------------------------------------------------------------------
 
 def test_out(rng):
