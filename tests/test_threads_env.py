@@ -26,3 +26,38 @@ def test_env_sets_the_default(env, expected):
 @pytest.mark.parametrize("bad", ["0", "-1", "two", "4x", ""])
 def test_bad_values_fall_back_to_the_core_count(bad):
     assert _threads({"EMBER_NUM_THREADS": bad}) == (os.cpu_count() or 1)
+
+
+_POOL_SCRIPT = """
+import time
+import numpy as np
+import ember
+ember.set_num_threads(4)  # more threads than cores: spinning workers must still yield
+a = np.random.default_rng(0).standard_normal(1 << 20).astype(np.float32)
+x = ember.from_numpy(a)
+want = float(a.astype(np.float64).sum())
+for i in range(300):
+    assert abs(x.sum().item() - want) < 1e-2, i
+    assert float((x + x).sum().item()) == float((2 * x).sum().item())
+    if i % 50 == 0:
+        time.sleep(0.002)  # longer than the spin: the workers block, then wake
+try:  # an error inside a parallel region reaches the caller and the pool keeps working
+    ember.from_numpy(np.arange(1 << 20)).index_select(0, ember.tensor([1 << 21]))
+except IndexError:
+    pass
+else:
+    raise SystemExit("no IndexError")
+assert abs(x.sum().item() - want) < 1e-2
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("policy", [None, "passive", "PASSIVE", "active"])
+def test_pool_back_to_back_ops(policy):
+    # Note [Spinning workers]: workers spin between ops unless OMP_WAIT_POLICY=passive.
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if policy:
+        env["OMP_WAIT_POLICY"] = policy
+    out = subprocess.run([sys.executable, "-c", _POOL_SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
