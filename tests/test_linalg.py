@@ -733,5 +733,23 @@ def test_gemm_split_over_the_pool(dtype, threads):
         b = rng.standard_normal((4, 80, 200)).astype(dtype)
         got = (ember.from_numpy(a) @ ember.from_numpy(b)).numpy()
         np.testing.assert_allclose(got, a @ b, rtol=tol, atol=tol)
+        # batches of small matrices run a matrix per task; with transposed, broadcast and
+        # sliced operands, baddbmm's beta, and an odd batch count
+        for bs, m, k, n in [(64, 32, 32, 32), (257, 16, 16, 16), (7, 40, 30, 20)]:
+            a = rng.standard_normal((bs, m, k)).astype(dtype)
+            b = rng.standard_normal((bs, k, n)).astype(dtype)
+            ea, eb = ember.from_numpy(a), ember.from_numpy(b)
+            np.testing.assert_allclose(ember.bmm(ea, eb).numpy(), a @ b, rtol=tol, atol=tol)
+            ebt = ember.from_numpy(np.ascontiguousarray(b.transpose(0, 2, 1))).transpose(1, 2)
+            np.testing.assert_allclose(ember.bmm(ea, ebt).numpy(), a @ b, rtol=tol, atol=tol)
+            np.testing.assert_allclose((ea @ eb[0]).numpy(), a @ b[0], rtol=tol, atol=tol)
+            np.testing.assert_allclose(ember.einsum("bij,bjk->bik", ea, eb).numpy(), a @ b,
+                                       rtol=tol, atol=tol)
+            c = rng.standard_normal((bs, m, n)).astype(dtype)
+            got = ember.baddbmm(ember.from_numpy(c), ea, eb, beta=0.5, alpha=2.0).numpy()
+            np.testing.assert_allclose(got, 0.5 * c + 2.0 * (a @ b), rtol=tol, atol=tol)
+            wide = ember.from_numpy(rng.standard_normal((bs, m, k + 3)).astype(dtype))
+            np.testing.assert_allclose(ember.bmm(wide[:, :, 1:k + 1], eb).numpy(),
+                                       wide.numpy()[:, :, 1:k + 1] @ b, rtol=tol, atol=tol)
     finally:
         ember.set_num_threads(n0)
