@@ -35,7 +35,10 @@ a, b = ember.from_numpy(f32), ember.from_numpy(f32[::-1].copy())
 d = ember.from_numpy(f64)
 n, m = ember.from_numpy(i64), ember.from_numpy(i32)
 h = a.to(ember.float16)
+sa = ember.from_numpy(rng.standard_normal((5, 13, 17)).astype(np.float32))
+sb = ember.from_numpy(rng.standard_normal((5, 21, 17)).astype(np.float32))
 res = {
+    "bmm": ember.bmm(sa, sb.transpose(1, 2)), "mmd": d[:13, :17] @ d[:17, 3:24],
     "add": (a + b), "mul": (a * b), "exp": a.exp(), "sigmoid": a.sigmoid(), "div": (a / (b.abs() + 1)),
     "addd": (d + d.t().reshape(37, 29)), "sqrtd": d.abs().sqrt(), "max2": ember.maximum(a, b),
     "iadd": (n + n), "imul": (n * 3), "ifloordiv": (n // 7), "iabs": n.abs(), "ineg": -m,

@@ -673,6 +673,41 @@ def test_large_k_accuracy_float32():
     assert np.max(np.abs(out - want)) < 1e-3 * math.sqrt(4096) * 1e-1
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_gemm(dtype):
+    # Note [Small GEMM]: m, n, k <= 64 skip the BLAS. Tile remainders (6 rows; 16 float or
+    # 8 double columns), every transpose, leading dims wider than the matrix, beta = 0
+    # over NaN (not read), beta and alpha, and the 64 edge against NumPy.
+    rng = np.random.default_rng(0)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    shapes = [(2, 2, 1), (5, 7, 3), (6, 16, 16), (7, 17, 9), (13, 8, 33), (31, 33, 1),
+              (64, 64, 64), (64, 63, 65), (1 + 64, 2, 2), (12, 24, 40)]
+    for m, n, k in shapes:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((k, n)).astype(dtype)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        ea, eb = ember.from_numpy(a), ember.from_numpy(b)
+        eat = ember.from_numpy(np.ascontiguousarray(a.T)).t()
+        ebt = ember.from_numpy(np.ascontiguousarray(b.T)).t()
+        for x, y in [(ea, eb), (eat, eb), (ea, ebt), (eat, ebt)]:
+            np.testing.assert_allclose((x @ y).numpy(), ref, rtol=tol, atol=tol * np.sqrt(k))
+        wa = ember.from_numpy(rng.standard_normal((m, k + 3)).astype(dtype))[:, 2:k + 2]
+        wb = ember.from_numpy(rng.standard_normal((k, n + 5)).astype(dtype))[:, 1:n + 1]
+        np.testing.assert_allclose((wa @ wb).numpy(), wa.numpy() @ wb.numpy(), rtol=tol,
+                                   atol=tol * np.sqrt(k))
+        out = ember.full((m, n + 2), float("nan"), dtype=ea.dtype)[:, 1:n + 1]
+        ember.mm(ea, eb, out=out)
+        np.testing.assert_allclose(out.numpy(), ref, rtol=tol, atol=tol * np.sqrt(k))
+        c = rng.standard_normal((m, n)).astype(dtype)
+        got = ember.addmm(ember.from_numpy(c), ea, ebt, beta=-0.5, alpha=3.0).numpy()
+        np.testing.assert_allclose(got, -0.5 * c + 3.0 * ref, rtol=tol, atol=4 * tol * np.sqrt(k))
+    # non-finite values propagate as in any GEMM
+    a = np.ones((5, 5), dtype)
+    a[2, 3] = np.inf
+    got = (ember.from_numpy(a) @ ember.from_numpy(np.ones((5, 4), dtype))).numpy()
+    assert np.isinf(got[2]).all() and np.isfinite(np.delete(got, 2, 0)).all()
+
+
 @pytest.fixture
 def no_blas():
     """Routes float32/float64 through the C++ fallback kernel, as without a BLAS."""

@@ -14,6 +14,7 @@
 namespace ember {
 
 DispatchStub<GemmKernel> gemm_stub("matmul");
+DispatchStub<SmallGemmKernel> small_gemm_stub("small_gemm");
 DispatchStub<TrilTriuKernel> tril_triu_stub("tril/triu");
 DispatchStub<TraceKernel> trace_stub("trace");
 

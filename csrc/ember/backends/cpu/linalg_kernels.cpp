@@ -205,6 +205,11 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* pc = c.data<T>();
+  // Note [Small GEMM]: small matrices skip the BLAS's fixed cost per call.
+  const SmallGemmKernel small =
+      m > 1 && n > 1 && m <= kSmallGemmMax && n <= kSmallGemmMax && k <= kSmallGemmMax
+          ? small_gemm_stub.fns[int(DeviceType::CPU)]
+          : nullptr;
   // Note [GEMM over the pool]: with several threads, a GEMM big enough for the BLAS to
   // thread is split into column (or row) panels of C, one single-threaded BLAS call per
   // panel on ember's pool (blas::SerialScope). The BLAS's own threads wait for each
@@ -216,7 +221,7 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
   // threads idle (64x32x32 on 2 threads: 108 us, PyTorch 37 us).
   const int nt = get_num_threads();
   const double mnk = double(m) * double(n) * double(k);
-  const bool panels = mnk >= 262144.0,
+  const bool panels = !small && mnk >= 262144.0,
              batched = oc.size() > 1 && mnk * double(oc.size()) >= 65536.0;
   if (nt > 1 && n > 1 && m > 1 && (panels || batched) && !in_parallel_region()) {
     const bool by_cols = n >= m;
@@ -234,7 +239,10 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
         const T* A0 = pa + oa[bi];
         const T* B0 = pb + ob[bi];
         T* C0 = pc + oc[bi];
-        if (by_cols) {  // C[:, p0:p0+pl] = op(A) op(B)[:, p0:p0+pl]
+        if (small) {  // a whole matrix: small ones are never split into panels
+          small(c.dtype(), la.trans, lb.trans, m, n, k, alpha, A0, la.ld, B0, lb.ld, beta, C0,
+                lc.ld);
+        } else if (by_cols) {  // C[:, p0:p0+pl] = op(A) op(B)[:, p0:p0+pl]
           B0 += lb.trans ? p0 * lb.ld : p0;
           blas::gemm_serial(la.trans, lb.trans, m, pl, k, alpha, A0, la.ld, B0, lb.ld, beta,
                             C0 + p0, lc.ld);
@@ -269,6 +277,8 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
         else
           blas::gemv(true, k, n, alpha, B0, lb.ld, A0, incx, beta, C0, incy);
       }
+    } else if (small) {
+      small(c.dtype(), la.trans, lb.trans, m, n, k, alpha, A0, la.ld, B0, lb.ld, beta, C0, lc.ld);
     } else {
       blas::gemm(la.trans, lb.trans, m, n, k, alpha, A0, la.ld, B0, lb.ld, beta, C0, lc.ld);
     }

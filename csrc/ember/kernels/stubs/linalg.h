@@ -49,6 +49,17 @@ using GemmKernel = void (*)(const Tensor& c, const Tensor& a, const Tensor& b, S
                             Scalar alpha);
 extern DispatchStub<GemmKernel> gemm_stub;
 
+/// Largest m, n and k that small_gemm_stub takes (Note [Small GEMM]).
+constexpr int64_t kSmallGemmMax = 64;
+/// c = alpha * op(a) @ op(b) + beta * c for one float32 or float64 (`dt`) matrix with
+/// m, n, k in [1, kSmallGemmMax]: op(a) is a (m x k, row stride lda) or, with ta, the
+/// transpose of the k x m a; likewise b (k x n, ldb) and tb; c is m x n, row stride ldc.
+/// With beta == 0, c is not read. The BLAS path of gemm_stub calls it instead of the BLAS.
+using SmallGemmKernel = void (*)(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                 double alpha, const void* a, int64_t lda, const void* b,
+                                 int64_t ldb, double beta, void* c, int64_t ldc);
+extern DispatchStub<SmallGemmKernel> small_gemm_stub;
+
 /// out <- tril(in, diagonal) (upper = false) or triu(in, diagonal); equal shapes, >= 2-D;
 /// out may be in itself (in-place).
 using TrilTriuKernel = void (*)(const Tensor& out, const Tensor& in, bool upper, int64_t diagonal);
