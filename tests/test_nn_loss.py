@@ -408,6 +408,21 @@ def test_ctc_against_brute_force(device):
                                           idx(tl), reduction="sum"), (xt,))
 
 
+
+def test_ctc_double_backward_raises(device):
+    # As PyTorch: the gradient is differentiable under create_graph, but differentiating it
+    # raises (no silent zero second derivative, no "does not require grad").
+    lp = t(np_log_softmax(np.random.default_rng(0).standard_normal((6, 2, 5)), 2), device=device,
+           rg=True)
+    loss = F.ctc_loss(lp, idx([[1, 2], [3, 1]], device), [6, 6], [2, 2])
+    g, = ember.autograd.grad(loss, lp, create_graph=True)
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="derivative for '_ctc_loss_backward' is not implemented"):
+        g.sum().backward()
+    g1, = ember.autograd.grad(F.ctc_loss(lp, idx([[1, 2], [3, 1]], device), [6, 6], [2, 2]), lp)
+    assert not g1.requires_grad
+    np.testing.assert_array_equal(g1.cpu().numpy(), g.detach().cpu().numpy())
+
 def test_ctc_impossible_and_zero_infinity(device):
     lp = t(np_log_softmax(np.zeros((2, 1, 3)), 2), device=device, rg=True)
     tg = idx([[1, 1]], device)  # needs 3 frames (1, blank, 1)

@@ -4,6 +4,7 @@
 // coef_i = incoming gradient (per row, or shared; / total weight for 'mean') * w[t_i].
 #include "ember/autograd/derivatives/nn_loss.h"
 
+#include "ember/autograd/derivatives/join.h"
 #include "ember/autograd/record.h"
 #include "ember/kernels/stubs/nn_loss.h"
 #include "ember/ops/factory.h"
@@ -78,11 +79,13 @@ void record_ctc(const Tensor& log_probs, const Tensor& lp, const Tensor& out, co
   const Shape in_sizes = log_probs.sizes();
   record("CtcLossBackward0", {&log_probs}, out,
          [=](LambdaNode&, variable_list&& g) -> variable_list {
-           // d nll / d log_probs is a constant of the forward (no double backward, as
-           // PyTorch); the incoming gradient scales it per sample through recorded ops.
+           // d nll / d log_probs has no derivative of its own, as in PyTorch: under
+           // create_graph it is recorded as a node that raises when differentiated. The
+           // incoming gradient scales it per sample through recorded ops.
            Tensor G = empty(lp.sizes(), lp.dtype(), lp.device());
            ctc_backward_stub.get(lp.device())(G, lp, targets, offsets, in_lens, tgt_lens, nll,
                                               alpha, blank, zero_infinity);
+           record_not_implemented("CtcLossBackwardBackward0", "_ctc_loss_backward", log_probs, G);
            const int64_t N = lp.sizes()[1];
            Tensor gx = binary(BinaryOp::mul, G, reshape(g[0], Shape{1, N, 1}));
            return {reshape(gx, in_sizes)};
