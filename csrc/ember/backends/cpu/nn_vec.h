@@ -48,19 +48,30 @@ EMBER_VEC_INLINE float exp_normal_f(float x) {
   return y * p2;
 }
 
-/// exp(x) for float within ~2 ulp (Cephes expf) over the whole float range, NaN for NaN.
-/// Outside exp_normal_f's range the result is computed as exp(x -+ 64 ln 2) * 2^+-64: a
-/// subnormal below -87.34 (0 below -103.98) and up to FLT_MAX above 88.37 (inf past 88.72),
-/// as libm's. Branch-free, so loops calling it vectorize.
+/// exp(x) for float within ~2 ulp (Cephes expf) over the whole float range, NaN for NaN:
+/// subnormal results below -87.34 (0 below -103.97) and inf past 88.72, as libm's.
+/// x = k ln 2 + r, and 2^k is applied as two factors 2^(k/2) and 2^(k - k/2), each a
+/// normal float for every k of the clamped range [-150, 128]: the product overflows or
+/// rounds into the subnormals by itself, so there is no separate branch for either (the
+/// first version scaled by 2^+-64 on both sides and selected among three results).
+/// Branch-free, so loops calling it vectorize.
 EMBER_VEC_INLINE float exp_f(float x) {
-  const float lo = -87.3365478515625f, hi = 88.3762626647949f;
-  const bool sub = x<lo, big = x> hi;
-  const float xs = sub ? x + 44.3614195558365f : (big ? x - 44.3614195558365f : x);  // 64 ln 2
-  const float v = exp_normal_f(xs);
-  const float inf = std::numeric_limits<float>::infinity();
-  const float scaled_down = xs < lo ? 0.0f : v * 5.42101086242752217e-20f;  // * 2^-64
-  const float scaled_up = xs > hi ? inf : v * 1.8446744073709551616e19f;    // * 2^64
-  const float res = sub ? scaled_down : (big ? scaled_up : v);
+  const float xc = std::min(89.0f, std::max(-104.0f, x));  // NaN -> -104: no NaN to the int cast
+  const float fx = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
+  const float r = (xc - fx * 0.693359375f) + fx * 2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  const int32_t k = int32_t(fx), k1 = k >> 1, k2 = k - k1;  // k1, k2 in [-75, 64]
+  const uint32_t b1 = uint32_t(k1 + 127) << 23, b2 = uint32_t(k2 + 127) << 23;
+  float p1, p2;
+  std::memcpy(&p1, &b1, sizeof(p1));
+  std::memcpy(&p2, &b2, sizeof(p2));
+  const float res = (y * p1) * p2;
   return x != x ? x : res;
 }
 
