@@ -412,6 +412,9 @@ def test_where_broadcast_operand_loops(rng, dtype, a_kind, b_kind):
     # a non-0/1 condition byte still selects (a bool view of uint8 data)
     c2 = ember.from_numpy(np.where(cond, 3, 0).astype(np.uint8)).view(ember.bool)
     np.testing.assert_array_equal(ember.where(c2, ae, be).numpy(), want.astype(got.dtype))
+    # and on the strided loop (every other element)
+    c3 = ember.from_numpy(np.where(np.repeat(cond, 2), 2, 0).astype(np.uint8)).view(ember.bool)[::2]
+    np.testing.assert_array_equal(ember.where(c3, ae, be).numpy(), want.astype(got.dtype))
 
 
 @pytest.mark.parametrize("threads", [1, 2])

