@@ -1,36 +1,18 @@
 // Branch-free exp, sigmoid and tanh for the recurrent and attention kernels:
 // written so the compiler vectorizes the loops that call them (libm's expf is
-// a scalar call). float: Cephes' polynomial, max relative error ~2 ulp;
-// exp(x) is exactly 0 below -87.3 (so exp(-inf) = 0) and +inf above 88.7.
+// a scalar call). float: nn_vec.h's exp_f (Cephes' polynomial, ~2 ulp over the whole
+// range: subnormal below -87.3, 0 for -inf, +inf above 88.7).
 // double keeps std::exp (float64 results must be exact to gradcheck).
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
+#include "ember/backends/cpu/nn_vec.h"
+
 namespace ember::cpu::nnmath {
 
-inline float exp_f(float x) {
-  const float hi = 88.7228391f, lo = -87.3365448f;
-  float xc = x < lo ? lo : (x > hi ? hi : x);
-  float n = std::floor(xc * 1.44269504088896341f + 0.5f);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t e = (int32_t(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &e, sizeof scale);
-  float y = p * scale;
-  y = x < lo ? 0.0f : y;
-  y = x > hi ? INFINITY : y;
-  return y;
-}
+inline float exp_f(float x) { return vec::exp_f(x); }
 
 inline float exp_(float x) { return exp_f(x); }
 inline double exp_(double x) { return std::exp(x); }

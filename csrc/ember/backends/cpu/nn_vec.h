@@ -25,6 +25,19 @@ namespace vec {
 
 constexpr int kLanes = 16;
 
+/// exp(x - fx ln 2) for |x - fx ln 2| <= ln 2 / 2 (fx = round(x / ln 2)): Cephes expf's
+/// two-part reduction and polynomial, the core of exp_normal_f and exp_f.
+EMBER_VEC_INLINE float exp_reduced_f(float x, float fx) {
+  const float r = (x - fx * 0.693359375f) + fx * 2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  return y * r * r + r + 1.0f;
+}
+
 /// exp(x) for float within ~2 ulp (Cephes expf) where the result is a normal float: for
 /// x in [-87.34, 88.37] (clamped outside, so 1.2e-38 below). No NaN, subnormal or overflow
 /// handling: the core of exp_f, and what erf_f needs for exp(-x^2).
@@ -34,14 +47,7 @@ EMBER_VEC_INLINE float exp_normal_f(float x) {
   // Round to nearest by adding and subtracting 1.5 * 2^23 (|x * log2(e)| < 128 after
   // the clamp): plain float adds, so it vectorizes on every instruction set.
   const float fx = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (xc - fx * 0.693359375f) + fx * 2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
+  const float y = exp_reduced_f(xc, fx);
   const uint32_t bits = uint32_t(int32_t(fx) + 127) << 23;  // unsigned: no UB shift
   float p2;
   std::memcpy(&p2, &bits, sizeof(p2));
@@ -58,14 +64,7 @@ EMBER_VEC_INLINE float exp_normal_f(float x) {
 EMBER_VEC_INLINE float exp_f(float x) {
   const float xc = std::min(89.0f, std::max(-104.0f, x));  // NaN -> -104: no NaN to the int cast
   const float fx = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
-  const float r = (xc - fx * 0.693359375f) + fx * 2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
+  const float y = exp_reduced_f(xc, fx);
   const int32_t k = int32_t(fx), k1 = k >> 1, k2 = k - k1;  // k1, k2 in [-75, 64]
   const uint32_t b1 = uint32_t(k1 + 127) << 23, b2 = uint32_t(k2 + 127) << 23;
   float p1, p2;
