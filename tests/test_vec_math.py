@@ -104,3 +104,16 @@ def test_activations_on_the_vectorized_math():
     np.testing.assert_allclose(F.elu(x).numpy(), elu, rtol=3e-7, atol=1e-7)
     assert np.isnan(F.elu(ember.tensor([float("nan")])).item())
     assert np.isnan(F.gelu(ember.tensor([float("nan")])).item())
+    # gelu's derivative cdf(x) + x pdf(x), in float on the shared Gaussian, and the specials
+    # as PyTorch gives them (-inf and the derivative at +-inf are 0 * inf: NaN)
+    xg = x.clone().requires_grad_()
+    F.gelu(xg).backward(ember.ones_like(xg))
+    cdf = 0.5 * (1 + np.vectorize(erf)(x64 / np.sqrt(2)))
+    want = cdf + x64 * np.exp(-0.5 * x64 * x64) / np.sqrt(2 * np.pi)
+    np.testing.assert_allclose(xg.grad.numpy(), want, rtol=2e-6, atol=4e-7)
+    sp = ember.tensor([float("inf"), float("-inf"), float("nan"), 0.0], requires_grad=True)
+    out = F.gelu(sp)
+    assert out[0].item() == float("inf") and np.isnan(out[1].item()) and np.isnan(out[2].item())
+    assert out[3].item() == 0.0
+    out.backward(ember.ones(4))
+    assert np.isnan(sp.grad[:3].numpy()).all() and sp.grad[3].item() == 0.5

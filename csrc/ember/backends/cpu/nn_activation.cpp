@@ -233,6 +233,12 @@ void activation_typed(TensorIterator& it, Act act, ActParams p) {
   const A a = A(p.a), b = A(p.b), c = A(p.c);
   switch (act) {
     case Act::gelu:
+      if constexpr (std::is_same<A, float>::value)
+        return act_unary_loop<T>(it, [](float x) EMBER_ACT_INLINE {
+          float g;
+          const float q = vec::normal_tail_f(x, g);
+          return x * (x >= 0.0f ? 1.0f - q : q);
+        });
       return act_unary_loop<T>(it, [](A x) EMBER_ACT_INLINE {
         return A(0.5) * x * (A(1) + vec::erf<A>(x * A(kSqrt1_2)));
       });
@@ -301,6 +307,13 @@ void activation_backward_typed(TensorIterator& it, Act act, ActParams p, bool is
   const A a = A(p.a), b = A(p.b), c = A(p.c);
   switch (act) {
     case Act::gelu:
+      if constexpr (std::is_same<A, float>::value)
+        return act_binary_loop<T>(it, [](float g, float x) EMBER_ACT_INLINE {
+          float e;
+          const float q = vec::normal_tail_f(x, e);
+          const float cdf = x >= 0.0f ? 1.0f - q : q;
+          return g * (cdf + x * (e * float(kInvSqrt2Pi)));
+        });
       return act_binary_loop<T>(it, [](A g, A x) EMBER_ACT_INLINE {
         const A cdf = A(0.5) * (A(1) + vec::erf<A>(x * A(kSqrt1_2)));
         const A pdf = vec::exp<A>(A(-0.5) * x * x) * A(kInvSqrt2Pi);

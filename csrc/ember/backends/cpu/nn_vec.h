@@ -159,18 +159,33 @@ EMBER_VEC_INLINE float tanh_f(float x) {
   return ax < 0.625f ? small : std::copysign(big, x);
 }
 
-/// erf(x) for float to ~1.5e-7 absolute (Abramowitz-Stegun 7.1.26, as PyTorch's
-/// vectorized float erf). Branch-free; NaN for NaN.
-EMBER_VEC_INLINE float erf_f(float x) {
-  const float ax = std::fabs(x);
-  const float t = 1.0f / (0.3275911f * ax + 1.0f);
+/// erfc(z) for z >= 0 given g = exp(-z^2), to ~1.5e-7 absolute (Abramowitz-Stegun 7.1.26,
+/// as PyTorch's vectorized float erf): the core of erf_f and normal_tail_f.
+EMBER_VEC_INLINE float erfc_given_gauss_f(float z, float g) {
+  const float t = 1.0f / (0.3275911f * z + 1.0f);
   float r = 1.061405429f;
   r = r * t - 1.453152027f;
   r = r * t + 1.421413741f;
   r = r * t - 0.284496736f;
   r = r * t + 0.254829592f;
-  const float v = 1.0f - r * t * exp_normal_f(-x * x);  // below 1.2e-38, erf is 1
+  return r * t * g;
+}
+
+/// erf(x) for float to ~1.5e-7 absolute. Branch-free; NaN for NaN.
+EMBER_VEC_INLINE float erf_f(float x) {
+  const float ax = std::fabs(x);
+  const float v = 1.0f - erfc_given_gauss_f(ax, exp_normal_f(-x * x));  // erf is 1 below 1.2e-38
   return x != x ? x : std::copysign(v, x);
+}
+
+/// The standard normal distribution's mass beyond |x|, 0.5 erfc(|x| / sqrt 2), to ~1e-7
+/// absolute, and the Gaussian exp(-x^2 / 2) in `g`. gelu's cdf is 1 - tail (x >= 0) or tail
+/// (x < 0): no 1 + erf(x) cancellation for x < 0 and no copysign, and its derivative's pdf
+/// reuses `g` instead of a second exp.
+EMBER_VEC_INLINE float normal_tail_f(float x, float& g) {
+  const float az = std::fabs(x) * 0.70710678118654752f;
+  g = az < 9.3f ? exp_normal_f(-az * az) : 0.0f;  // exactly 0 where exp(-az^2) < 1.7e-38
+  return 0.5f * erfc_given_gauss_f(az, g);
 }
 
 /// The compute-type versions: the vectorizable float ones, libm for double.
