@@ -41,7 +41,7 @@ for i in range(300):
     assert float((x + x).sum().item()) == float((2 * x).sum().item())
     if i % 50 == 0:
         time.sleep(0.002)  # longer than the spin: the workers block, then wake
-try:  # an error inside a parallel region reaches the caller and the pool keeps working
+try:  # an op's error between parallel ops reaches the caller; the pool keeps working
     ember.from_numpy(np.arange(1 << 20)).index_select(0, ember.tensor([1 << 21]))
 except IndexError:
     pass
