@@ -538,6 +538,28 @@ def test_float_row_sum_every_lane_path(rng, n):
         np.testing.assert_allclose(got, exact, rtol=4 * np.finfo(dt).eps, atol=1e-4 * (dt == np.float32))
         assert abs(ember.from_numpy(a[1]).sum().item() - exact[1]) <= 2 * abs(np.spacing(dt(exact[1]))) + 1e-9
 
+
+def test_float_sum_in_streams(rng):
+    # Note [Accurate float sums]: a sum reading >= 32 MiB walks each row as 4 parts at once,
+    # with the remainder after them; as accurate as the one-stream path, in full and by rows,
+    # for sum and mean, on 1 and 2 threads.
+    old = ember.get_num_threads()
+    try:
+        for threads in (1, 2):
+            ember.set_num_threads(threads)
+            a = (rng.random((8 << 20) + 37) * 100 + 1000).astype(np.float32)
+            exact = math.fsum(a.astype(np.float64))
+            t = ember.from_numpy(a)
+            assert abs(t.sum().item() - exact) <= 2 * np.spacing(np.float32(exact))
+            assert abs(t.mean().item() - exact / a.size) <= 2 * np.spacing(np.float32(exact / a.size))
+            m = (rng.random((2050, 4100)) - 0.3).astype(np.float32)
+            got = ember.from_numpy(m).sum(1).numpy()
+            np.testing.assert_allclose(got, m.astype(np.float64).sum(1), rtol=1e-6, atol=1e-4)
+            d = rng.standard_normal((4 << 20) + 5)  # float64, 32 MiB
+            assert ember.from_numpy(d).sum().item() == pytest.approx(math.fsum(d), rel=1e-12, abs=1e-9)
+    finally:
+        ember.set_num_threads(old)
+
 # ---- out= and errors ---------------------------------------------------------------------------------------
 
 def test_out(rng):
