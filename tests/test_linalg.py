@@ -770,7 +770,9 @@ def test_gemm_split_over_the_pool(dtype, threads):
         np.testing.assert_allclose(got, a @ b, rtol=tol, atol=tol)
         # batches of small matrices run a matrix per task; with transposed, broadcast and
         # sliced operands, baddbmm's beta, and an odd batch count
-        for bs, m, k, n in [(64, 32, 32, 32), (257, 16, 16, 16), (7, 40, 30, 20)]:
+        # 64x64x64 is both the small-GEMM edge and the panel threshold: whole matrices, never
+        # panels (a panel split would compute each matrix once per panel)
+        for bs, m, k, n in [(64, 32, 32, 32), (257, 16, 16, 16), (7, 40, 30, 20), (6, 64, 64, 64)]:
             a = rng.standard_normal((bs, m, k)).astype(dtype)
             b = rng.standard_normal((bs, k, n)).astype(dtype)
             ea, eb = ember.from_numpy(a), ember.from_numpy(b)

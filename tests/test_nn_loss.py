@@ -417,6 +417,16 @@ def test_ctc_double_backward_raises(device):
     loss = F.ctc_loss(lp, idx([[1, 2], [3, 1]], device), [6, 6], [2, 2])
     g, = ember.autograd.grad(loss, lp, create_graph=True)
     assert g.requires_grad
+
+    def names(fn):  # every node name reachable from fn
+        out, todo = set(), [fn]
+        while todo:
+            f = todo.pop()
+            if f is not None and type(f).__name__ not in out:
+                out.add(type(f).__name__)
+                todo.extend(n for n, _ in f.next_functions)
+        return out
+    assert "NotImplemented" in names(g.grad_fn)  # PyTorch's node for it
     with pytest.raises(RuntimeError, match="derivative for '_ctc_loss_backward' is not implemented"):
         g.sum().backward()
     g1, = ember.autograd.grad(F.ctc_loss(lp, idx([[1, 2], [3, 1]], device), [6, 6], [2, 2]), lp)

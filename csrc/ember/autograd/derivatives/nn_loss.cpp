@@ -85,7 +85,8 @@ void record_ctc(const Tensor& log_probs, const Tensor& lp, const Tensor& out, co
            Tensor G = empty(lp.sizes(), lp.dtype(), lp.device());
            ctc_backward_stub.get(lp.device())(G, lp, targets, offsets, in_lens, tgt_lens, nll,
                                               alpha, blank, zero_infinity);
-           record_not_implemented("CtcLossBackwardBackward0", "_ctc_loss_backward", log_probs, G);
+           record_not_implemented("NotImplemented", "_ctc_loss_backward", log_probs,
+                                  G);  // PyTorch's name
            const int64_t N = lp.sizes()[1];
            Tensor gx = binary(BinaryOp::mul, G, reshape(g[0], Shape{1, N, 1}));
            return {reshape(gx, in_sizes)};

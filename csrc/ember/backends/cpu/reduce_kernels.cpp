@@ -56,26 +56,31 @@ struct SumOp {
   }
   /// Adds x[i, ...) in blocks of B = 64 * L elements by L lanes into `total` while L
   /// elements are left; advances i.
+  using lane_t = std::conditional_t<std::is_same<T, double>::value, double, float>;
+  /// The sum of L lanes in double, combined pairwise: log2(L) dependent adds, not L (they
+  /// vectorize).
+  template <int L>
+  static double combine_lanes(const lane_t (&l)[L]) {
+    double d[L];
+    for (int j = 0; j < L; ++j) d[j] = double(l[j]);
+    for (int w = L / 2; w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) d[j] += d[j + w];
+    return d[0];
+  }
   template <int L>
   static void add_lanes(const T* x, int64_t& i, int64_t n, double& total) {
-    using lane_t = std::conditional_t<std::is_same<T, double>::value, double, float>;
     constexpr int64_t B = 64 * L;
     while (i + L <= n) {
       lane_t l[L] = {};
       const int64_t e = i + (std::min(n, i + B) - i) / L * L;
       for (; i < e; i += L)
         for (int j = 0; j < L; ++j) l[j] += lane_t(up(x[i + j]));
-      double d[L];  // combined pairwise: log2(L) dependent adds, not L (they vectorize)
-      for (int j = 0; j < L; ++j) d[j] = double(l[j]);
-      for (int w = L / 2; w >= 1; w /= 2)
-        for (int j = 0; j < w; ++j) d[j] += d[j + w];
-      total += d[0];
+      total += combine_lanes<L>(l);
     }
   }
   /// Adds kStreams equal parts of x[0, kStreams * len) at once, each in 16 lanes (the 64
   /// lanes of add_lanes<64>), into `total`.
   static void add_streams(const T* x, int64_t len, double& total) {
-    using lane_t = std::conditional_t<std::is_same<T, double>::value, double, float>;
     constexpr int L = 16;
     constexpr int64_t B = 64 * L;
     double part[kStreams] = {};
@@ -86,13 +91,7 @@ struct SumOp {
       for (; i < e; i += L)
         for (int q = 0; q < kStreams; ++q)
           for (int j = 0; j < L; ++j) l[q][j] += lane_t(up(x[q * len + i + j]));
-      for (int q = 0; q < kStreams; ++q) {
-        double d[L];
-        for (int j = 0; j < L; ++j) d[j] = double(l[q][j]);
-        for (int w = L / 2; w >= 1; w /= 2)
-          for (int j = 0; j < w; ++j) d[j] += d[j + w];
-        part[q] += d[0];
-      }
+      for (int q = 0; q < kStreams; ++q) part[q] += combine_lanes<L>(l[q]);
     }
     for (int q = 0; q < kStreams; ++q)
       for (int64_t k = i; k < len; ++k) part[q] += double(up(x[q * len + k]));
