@@ -322,6 +322,56 @@ def test_matmul_gradients_match():
     check(grads, make((4, 6), "float64", rng), make((6, 3), "float64", rng), what="matmul grads")
 
 
+
+@pytest.mark.parametrize("dtype_name", FLOATS)
+def test_linear_bias_epilogue(dtype_name):
+    """A Linear's bias added in the GEMM's epilogue (cuBLASLt, Note [cuBLASLt bias epilogue])
+    or by the copy + GEMM fallback: the same result, for aligned and offset operands,
+    transposed weights, a bias that is a view at an odd offset, and with the fallback forced
+    by turning 16-bit reduced-precision reductions off."""
+    rng = seeded("linear", dtype_name)
+    tol = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}.get(dtype_name)
+    F = ember.nn.functional
+    for m, k, n in [(1, 1, 1), (64, 784, 512), (7, 13, 5), (33, 8, 17)]:
+        x, w, b = make((m, k), dtype_name, rng), make((n, k), dtype_name, rng), \
+            make((n,), dtype_name, rng)
+        check(F.linear, x, w, b, tol=tol, what=f"linear {m}x{k}x{n}")
+        check(ember.addmm, b, x, w.t(), tol=tol, what=f"addmm {m}x{k}x{n}")
+        check(lambda b_, x_, w_: ember.addmm(b_, x_, w_.t(), beta=2.0, alpha=0.5), b, x, w,
+              tol=tol, what=f"addmm beta 2 {m}x{k}x{n}")
+    wide = make((9, 41), dtype_name, rng)
+    x, w, b = wide[:, 1:17], make((16, 5), dtype_name, rng).t(), make((6,), dtype_name, rng)[1:]
+    check(F.linear, x, w, b, tol=tol, what="linear offset views")
+    if dtype_name in ("float16", "bfloat16"):
+        m = ember.backends.cuda.matmul
+        name = f"allow_{'fp16' if dtype_name == 'float16' else 'bf16'}_reduced_precision_reduction"
+        setattr(m, name, False)
+        try:
+            x, w, b = make((8, 32), dtype_name, rng), make((4, 32), dtype_name, rng), \
+                make((4,), dtype_name, rng)
+            check(F.linear, x, w, b, tol=tol, what="linear, no reduced precision")
+        finally:
+            setattr(m, name, True)
+
+    def grads(x0, w0, b0):
+        x, w, b = (t.detach().clone().requires_grad_(True) for t in (x0, w0, b0))
+        F.linear(x, w, b).pow(2).sum().backward()
+        return x.grad, w.grad, b.grad
+    if dtype_name in ("float32", "float64"):
+        check(grads, make((5, 6), dtype_name, rng), make((3, 6), dtype_name, rng),
+              make((3,), dtype_name, rng), what="linear grads")
+
+
+def test_tf32_matmul_is_close_and_off_by_default():
+    rng = seeded("tf32")
+    a, b = make((256, 256), "float32", rng), make((256, 256), "float32", rng)
+    check(ember.mm, a, b, what="float32 mm, TF32 off")
+    ember.set_float32_matmul_precision("high")
+    try:
+        check(ember.mm, a, b, tol=(5e-3, 5e-2), what="float32 mm, TF32 on")
+    finally:
+        ember.set_float32_matmul_precision("highest")
+
 # ---- random -----------------------------------------------------------------------------------
 
 def _draw_both(draw, seed=1234):

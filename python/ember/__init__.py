@@ -39,4 +39,9 @@ from .amp.autocast_mode import (  # noqa: E402,F401
     is_autocast_available,
 )
 
+from ._settings import (  # noqa: E402,F401
+    set_float32_matmul_precision, get_float32_matmul_precision, use_deterministic_algorithms,
+    are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled,
+)
+
 __version__ = "0.1.0"

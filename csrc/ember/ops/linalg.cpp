@@ -14,6 +14,7 @@
 namespace ember {
 
 DispatchStub<GemmKernel> gemm_stub("matmul");
+DispatchStub<GemmBiasKernel> gemm_bias_stub("matmul");
 DispatchStub<SmallGemmKernel> small_gemm_stub("small_gemm");
 DispatchStub<TrilTriuKernel> tril_triu_stub("tril/triu");
 DispatchStub<TraceKernel> trace_stub("trace");
@@ -97,6 +98,25 @@ void gemm_into(const Tensor& dest, const Tensor& a0, const Tensor& b0, const Ten
                         !(input->sizes() == dest.sizes() && input->strides() == dest.strides() &&
                           input->storage_offset() == dest.storage_offset()));
   Tensor c = direct ? dest : empty(dest.sizes(), dest.dtype(), dest.device());
+  // A Linear's bias (a row vector broadcast over the rows, beta 1) is added in the GEMM's
+  // epilogue where the backend can (gemm_bias_stub; cuBLASLt on CUDA).
+  if (use_input && nd == 0 && k > 0 && beta.to_double() == 1.0 &&
+      gemm_bias_stub.fns[int(dest.device().type)] && input->dim() == 2 &&
+      input->strides()[0] == 0 && input->strides()[1] == 1 && !input->is_same(dest) &&
+      !same_storage_overlap(c, *input)) {
+    Tensor bias;
+    {
+      autograd::GradModeGuard no_grad(false);  // a view for the kernel, not for the graph
+      bias = select(*input, 0, 0);
+    }
+    if (gemm_bias_stub.fns[int(dest.device().type)](c, a, b, bias, alpha)) {
+      if (!direct)
+        copy_(dest, c);
+      else
+        dest.bump_version();
+      return;
+    }
+  }
   if (use_input) {
     const bool already =
         direct &&

@@ -5,6 +5,7 @@
 #include "ember/backends/cpu/capability.h"
 #include "ember/core/allocator.h"
 #include "ember/core/error.h"
+#include "ember/core/flags.h"
 #include "ember/core/parallel.h"
 #include "ember/ops/out.h"
 #include "ember/python/bind.h"
@@ -78,10 +79,26 @@ void python_warning(const std::string& message) {
   if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) < 0) throw py::error_already_set();
 }
 
+std::atomic<bool>& backend_flag(const std::string& name) {
+  ember::BackendFlags& f = ember::backend_flags();
+  if (name == "allow_fp16_reduced_precision_reduction")
+    return f.allow_fp16_reduced_precision_reduction;
+  if (name == "allow_bf16_reduced_precision_reduction")
+    return f.allow_bf16_reduced_precision_reduction;
+  if (name == "cudnn_enabled") return f.cudnn_enabled;
+  if (name == "cudnn_benchmark") return f.cudnn_benchmark;
+  if (name == "cudnn_deterministic") return f.cudnn_deterministic;
+  if (name == "cudnn_allow_tf32") return f.cudnn_allow_tf32;
+  if (name == "deterministic_algorithms") return f.deterministic_algorithms;
+  if (name == "deterministic_warn_only") return f.deterministic_warn_only;
+  throw ember::Error(ember::ErrorKind::Value, "unknown backend flag '" + name + "'");
+}
+
 }  // namespace
 }  // namespace ember::python
 
 PYBIND11_MODULE(_C, m) {
+  using ember::python::backend_flag;
   using namespace ember::python;
   m.doc() = "ember's C++ core";
   py::register_exception_translator(&translate);
@@ -111,6 +128,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_num_threads", [](int64_t n) {
     EMBER_CHECK(n > 0 && n < 4096, "set_num_threads expects a positive integer, got ", n);
     ember::set_num_threads(int(n));
+  });
+  // The switches of ember.backends.cuda.matmul, ember.backends.cudnn and
+  // use_deterministic_algorithms (core/flags.h), by name.
+  m.def("_get_backend_flag", [](const std::string& name) { return backend_flag(name).load(); });
+  m.def("_set_backend_flag",
+        [](const std::string& name, bool on) { backend_flag(name).store(on); });
+  m.def("_get_float32_matmul_precision",
+        [] { return ember::backend_flags().float32_matmul_precision.load(); });
+  m.def("_set_float32_matmul_precision", [](int p) {
+    EMBER_CHECK(p >= 0 && p <= 2, "_set_float32_matmul_precision: bad level ", p);
+    ember::backend_flags().float32_matmul_precision.store(p);
   });
   m.attr("_cuda_version") = std::string(EMBER_CUDA_VERSION);
   // ember.backends.cpu.get_cpu_capability(): the instruction set the CPU kernels run with.

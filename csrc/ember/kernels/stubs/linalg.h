@@ -48,6 +48,13 @@ inline MatrixLayout matrix_layout(int64_t rows, int64_t cols, int64_t rs, int64_
 using GemmKernel = void (*)(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta,
                             Scalar alpha);
 extern DispatchStub<GemmKernel> gemm_stub;
+/// c (m x n, row-major) = alpha * a @ b + bias, the bias (n, contiguous) added to every
+/// row in the GEMM's epilogue (cuBLASLt on CUDA: no separate broadcast copy). Returns false
+/// when it cannot (no slot filled, an unsupported dtype or layout): the caller then copies
+/// the bias into c and runs gemm_stub with beta = 1. Only CUDA fills it.
+using GemmBiasKernel = bool (*)(const Tensor& c, const Tensor& a, const Tensor& b,
+                                const Tensor& bias, Scalar alpha);
+extern DispatchStub<GemmBiasKernel> gemm_bias_stub;
 
 /// Largest m, n and k that small_gemm_stub takes (Note [Small GEMM]).
 constexpr int64_t kSmallGemmMax = 64;
