@@ -114,3 +114,36 @@ def test_cpu_matmul_ignores_tf32():
     ref = (a @ b).numpy()
     ember.set_float32_matmul_precision("high")
     assert ((a @ b).numpy() == ref).all()
+
+
+def test_default_device():
+    assert ember.get_default_device() == ember.device("cpu")
+    ember.set_default_device("cpu")
+    try:
+        assert ember.zeros(2).device.type == "cpu"
+    finally:
+        ember.set_default_device(None)
+    assert ember.get_default_device() == ember.device("cpu")
+    with ember.device("cpu") as d:
+        assert d == ember.device("cpu") and ember.get_default_device() == d
+    with pytest.raises(RuntimeError):
+        ember.set_default_device("tpu")
+
+
+@pytest.mark.skipif(ember.cuda.is_available(), reason="without a GPU only")
+def test_default_device_cuda_without_a_gpu_raises_at_the_factory():
+    ember.set_default_device("cuda")
+    try:
+        assert ember.get_default_device() == ember.device("cuda")
+        with pytest.raises(RuntimeError, match="CUDA|cuda"):
+            ember.zeros(2)
+        # tensors keep their device; from_numpy is never redirected
+        x = ember.ones(1, device="cpu")
+        assert ember.as_tensor(x).device.type == "cpu"
+        assert ember.from_numpy(x.numpy()).device.type == "cpu"
+    finally:
+        ember.set_default_device(None)
+    with pytest.raises(RuntimeError):
+        with ember.device("cuda"):
+            ember.randn(3)
+    assert ember.get_default_device() == ember.device("cpu")

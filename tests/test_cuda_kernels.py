@@ -495,3 +495,22 @@ def test_softmax_backward(log, dtype_name):
     for shape, dim in SOFTMAX_GEOMS:
         check(grad, make(shape, dtype_name, rng), make(shape, dtype_name, rng), dim,
               what=f"grad {shape} dim={dim}")
+
+
+def test_default_device_factories():
+    """ember.set_default_device / `with ember.device(...)`: factories without device= allocate
+    there; `_like` factories follow their tensor."""
+    prev = ember.get_default_device()
+    ember.set_default_device(DEV)
+    try:
+        for t in (ember.zeros(2, 3), ember.ones(4), ember.empty(1), ember.full((2,), 7.0),
+                  ember.arange(5), ember.linspace(0, 1, 4), ember.eye(3), ember.randn(3),
+                  ember.rand(2), ember.randint(0, 5, (3,)), ember.tensor([1.0, 2.0]),
+                  ember.as_tensor([1, 2]), ember.empty_strided((2, 2), (1, 2))):
+            assert t.device.type == ember.device(DEV).type
+        assert ember.zeros_like(ember.zeros(2, device="cpu")).device.type == "cpu"
+    finally:
+        ember.set_default_device(prev)
+    with ember.device(DEV):
+        assert ember.zeros(1).device.type == ember.device(DEV).type
+    assert ember.zeros(1).device.type == "cpu"

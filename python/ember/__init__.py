@@ -6,7 +6,7 @@ from . import _C
 from ._C import (  # noqa: F401
     Tensor, dtype, device,
     bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-    from_numpy, get_default_dtype, set_default_dtype, get_num_threads, set_num_threads,
+    from_numpy, get_default_dtype, set_default_dtype, get_default_device, set_default_device, get_num_threads, set_num_threads,
     result_type, promote_types, can_cast,
 )
 from ._size import Size

@@ -169,6 +169,17 @@ std::optional<DType> optional_dtype(py::handle h, const char* op = "dtype");
 /// A device from a device object, a string or a CUDA index.
 Device device_arg(py::handle h);
 std::optional<Device> optional_device(py::handle h);
+/// ember.set_default_device: where factories called without device= allocate (the CPU
+/// unless set; `_like` / `new_*` factories keep following their tensor, as in PyTorch).
+inline Device& default_device() {
+  static Device d;
+  return d;
+}
+/// `h` as a device, or the default device when it is None.
+inline Device device_or_default(py::handle h) {
+  std::optional<Device> d = optional_device(h);
+  return d ? *d : default_device();
+}
 /// Python objects for dtypes, devices and ember.Size.
 /// The already-registered ember._C.Tensor class, for binding files that add methods to it.
 inline py::class_<Tensor> tensor_class(py::module_& m) {

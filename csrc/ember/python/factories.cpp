@@ -343,7 +343,7 @@ py::object sized_factory(const char* op, const py::args& args, const py::kwargs&
   FactoryKwargs kw(op, kwargs, true);
   Shape s = sizes_of(op, args, kw);
   DType dt = kw.dtype().value_or(default_dtype());
-  Device dev = kw.device().value_or(Device());
+  Device dev = kw.device_or_default();
   bool rg = kw.requires_grad();
   kw.ignore_layout();
   kw.done();
@@ -424,7 +424,7 @@ void init_factories(py::module_& m) {
       [](py::handle data, py::kwargs kwargs) {
         FactoryKwargs kw("tensor", kwargs);
         auto dt = kw.dtype();
-        auto dev = kw.device();
+        std::optional<Device> dev = kw.device_or_default();
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.take("names");
@@ -435,7 +435,10 @@ void init_factories(py::module_& m) {
   m.def(
       "as_tensor",
       [](py::handle data, py::object dtype, py::object device) {
-        return as_tensor_impl(data, optional_dtype(dtype, "as_tensor"), optional_device(device));
+        std::optional<Device> dev = optional_device(device);
+        Tensor* src_t;  // a tensor keeps its device; other data goes to the default device
+        if (!dev && !default_device().is_cpu() && !as_tensor(data, src_t)) dev = default_device();
+        return as_tensor_impl(data, optional_dtype(dtype, "as_tensor"), dev);
       },
       py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
   m.def(
@@ -444,6 +447,9 @@ void init_factories(py::module_& m) {
         FactoryKwargs kw("asarray", kwargs);
         auto dt = kw.dtype();
         auto dev = kw.device();
+        // A tensor keeps its device; other data goes to the default device.
+        Tensor* src_t;
+        if (!dev && !default_device().is_cpu() && !as_tensor(obj, src_t)) dev = default_device();
         py::object copy = kw.take("copy");
         bool rg = kw.requires_grad();
         kw.done();
@@ -480,7 +486,7 @@ void init_factories(py::module_& m) {
         Shape s = shape_arg(size, "full", "size");
         Scalar v = scalar_arg(fill, "full", "fill_value");
         DType dt = kw.dtype().value_or(full_dtype(v));
-        Device dev = kw.device().value_or(Device());
+        Device dev = kw.device_or_default();
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
@@ -492,7 +498,7 @@ void init_factories(py::module_& m) {
       [](py::handle v, py::kwargs kwargs) {
         FactoryKwargs kw("scalar_tensor", kwargs);
         DType dt = kw.dtype().value_or(default_dtype());
-        Device dev = kw.device().value_or(Device());
+        Device dev = kw.device_or_default();
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
@@ -513,7 +519,7 @@ void bind_ranges(py::module_& m) {
     Scalar start, end, step;
     range_args("arange", args, kw, start, end, step);
     auto dt = kw.dtype();
-    Device dev = kw.device().value_or(Device());
+    Device dev = kw.device_or_default();
     bool rg = kw.requires_grad();
     kw.ignore_layout();
     kw.done();
@@ -531,7 +537,7 @@ void bind_ranges(py::module_& m) {
     Scalar start, end, step;
     range_args("range", args, kw, start, end, step);
     DType dt = kw.dtype().value_or(default_dtype());
-    Device dev = kw.device().value_or(Device());
+    Device dev = kw.device_or_default();
     bool rg = kw.requires_grad();
     kw.ignore_layout();
     kw.done();
@@ -558,7 +564,7 @@ void bind_ranges(py::module_& m) {
         // Old PyTorch (and the tutorials) allow linspace(start, end): steps=100.
         int64_t n = steps.is_none() ? 100 : int_arg(steps, "linspace", "steps");
         DType dt = kw.dtype().value_or(default_dtype());
-        Device dev = kw.device().value_or(Device());
+        Device dev = kw.device_or_default();
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
@@ -573,7 +579,7 @@ void bind_ranges(py::module_& m) {
         FactoryKwargs kw("logspace", kwargs, true);
         int64_t n = steps.is_none() ? 100 : int_arg(steps, "logspace", "steps");
         DType dt = kw.dtype().value_or(default_dtype());
-        Device dev = kw.device().value_or(Device());
+        Device dev = kw.device_or_default();
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();
@@ -590,7 +596,7 @@ void bind_ranges(py::module_& m) {
         std::optional<int64_t> mm;
         if (!mo.is_none()) mm = int_arg(mo, "eye", "m");
         DType dt = kw.dtype().value_or(default_dtype());
-        Device dev = kw.device().value_or(Device());
+        Device dev = kw.device_or_default();
         bool rg = kw.requires_grad();
         kw.ignore_layout();
         kw.done();

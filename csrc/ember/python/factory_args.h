@@ -52,6 +52,8 @@ class FactoryKwargs {
                 " does not match device of out parameter (", out_->device().str(), ")");
     return out_->device();
   }
+  /// device=, else out='s device, else the default device (ember.set_default_device).
+  Device device_or_default() { return device().value_or(default_device()); }
   bool requires_grad() {
     py::object v = take("requires_grad");
     return !v.is_none() && PyObject_IsTrue(v.ptr()) == 1;

@@ -64,7 +64,7 @@ SampleOpts sample_opts(FactoryKwargs& kw) {
   SampleOpts o;
   o.gen = generator_arg(kw.take("generator"));
   o.dtype = kw.dtype();
-  o.device = kw.device().value_or(Device());
+  o.device = kw.device_or_default();
   o.requires_grad = kw.requires_grad();
   kw.ignore_layout();
   kw.done();

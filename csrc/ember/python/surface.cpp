@@ -377,7 +377,7 @@ void bind_tensor_shape_helpers(py::module_& m) {
         DType dt = dtype.is_none() ? default_dtype() : dtype_arg(dtype);
         Tensor r = empty_strided(shape_arg(size, "empty_strided", "size"),
                                  shape_arg(stride, "empty_strided", "stride"), dt,
-                                 device.is_none() ? Device() : device_arg(device));
+                                 device_or_default(device));
         if (rg) autograd::set_requires_grad(r, true);
         return r;
       },

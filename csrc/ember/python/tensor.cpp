@@ -253,6 +253,12 @@ void bind_dtype(py::module_& m) {
 #undef EMBER_DTYPE_ATTR
 }
 
+// The defaults saved by `with ember.device(...)` blocks, innermost last.
+std::vector<Device>& device_stack() {
+  static std::vector<Device> stack;
+  return stack;
+}
+
 // ember.device.
 void bind_device(py::module_& m) {
   py::class_<PyDevice>(m, "device")
@@ -291,8 +297,20 @@ void bind_device(py::module_& m) {
              if (PyUnicode_Check(b.ptr())) return a.device.str() == b.cast<std::string>();
              return false;
            })
-      .def("__hash__",
-           [](const PyDevice& d) { return int(d.device.type) * 1000 + d.device.index; });
+      .def("__hash__", [](const PyDevice& d) { return int(d.device.type) * 1000 + d.device.index; })
+      // `with ember.device("cuda"):` makes it the default device for the block.
+      .def("__enter__",
+           [](const PyDevice& d) {
+             device_stack().push_back(default_device());
+             default_device() = d.device;
+             return d;
+           })
+      .def("__exit__", [](const PyDevice&, py::args) {
+        if (!device_stack().empty()) {
+          default_device() = device_stack().back();
+          device_stack().pop_back();
+        }
+      });
 }
 
 // Default dtype, from_numpy and the CPU allocator statistics.
@@ -302,6 +320,11 @@ void bind_tensor_globals(py::module_& m) {
   m.def("set_default_dtype",
         [](py::handle d) { set_default_dtype(dtype_arg(d, "set_default_dtype")); });
   m.def("from_numpy", &from_numpy);
+  m.def("get_default_device", [] { return PyDevice{default_device()}; });
+  m.def(
+      "set_default_device",
+      [](py::handle d) { default_device() = d.is_none() ? Device() : device_arg(d); },
+      py::arg("device"));
   m.def("_legacy_type_name", [](const Tensor& t) { return legacy_type_name(t.dtype()); });
   m.def("_cpu_allocator_stats", [] {
     auto s = cpu_allocator_stats();
