@@ -187,6 +187,8 @@ void register_kernels() {
   register_blas_kernels();
   register_random_kernels();
   register_softmax_kernels();
+  register_nn_activation_kernels();
+  register_nn_loss_kernels();
 }
 
 }  // namespace ember::cuda

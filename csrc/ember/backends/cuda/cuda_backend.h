@@ -75,5 +75,7 @@ void register_reduce_kernels();          // reduce_sum.cu, reduce_minmax.cu
 void register_blas_kernels();            // blas.cu
 void register_random_kernels();          // random.cu
 void register_softmax_kernels();         // softmax.cu
+void register_nn_activation_kernels();   // nn_activation.cu
+void register_nn_loss_kernels();         // nn_loss.cu
 
 }  // namespace ember::cuda
