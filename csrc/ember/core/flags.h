@@ -35,4 +35,8 @@ struct BackendFlags {
 /// The one instance (core/flags.cpp).
 BackendFlags& backend_flags();
 
+/// For a kernel with no deterministic implementation: raises PyTorch's RuntimeError when
+/// use_deterministic_algorithms(True) is on without warn_only (core/flags.cpp).
+void check_nondeterministic_allowed(const char* op);
+
 }  // namespace ember

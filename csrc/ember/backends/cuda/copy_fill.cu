@@ -188,7 +188,9 @@ void register_kernels() {
   register_random_kernels();
   register_softmax_kernels();
   register_nn_activation_kernels();
+  register_nn_norm_kernels();
   register_nn_loss_kernels();
+  register_pool_kernels();
 }
 
 }  // namespace ember::cuda
