@@ -8,9 +8,31 @@ _backend = None
 _load_error = None
 
 
+# ---- cuDNN from PyTorch's wheels (Note [cuDNN at run time] in backends/cuda/conv.cu) ----
+def _preload_cudnn():
+    """Loads libcudnn.so.9 of the nvidia-cudnn pip package, when it is installed, with
+    RTLD_GLOBAL, so that _C_cuda's dlopen("libcudnn.so.9") finds it; silently does nothing
+    otherwise (convolutions then use a system libcudnn, or im2col + cuBLAS)."""
+    try:
+        import ctypes
+        import importlib.util
+        import os
+
+        spec = importlib.util.find_spec("nvidia.cudnn")
+        for root in (spec.submodule_search_locations or ()) if spec else ():
+            path = os.path.join(root, "lib", "libcudnn.so.9")
+            if os.path.exists(path):
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                return
+    except Exception:  # noqa: BLE001 - optional: any failure leaves cuDNN to the system
+        pass
+# ---- end of the cuDNN preload ----
+
+
 def _lazy():
     global _backend, _load_error
     if _backend is None and _load_error is None:
+        _preload_cudnn()
         try:
             from .. import _C_cuda
             _backend = _C_cuda

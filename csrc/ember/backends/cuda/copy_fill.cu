@@ -190,6 +190,7 @@ void register_kernels() {
   register_nn_activation_kernels();
   register_nn_norm_kernels();
   register_nn_loss_kernels();
+  register_conv_kernels();
   register_pool_kernels();
 }
 

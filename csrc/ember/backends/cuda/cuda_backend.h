@@ -78,6 +78,7 @@ void register_softmax_kernels();         // softmax.cu
 void register_nn_activation_kernels();   // nn_activation.cu
 void register_nn_norm_kernels();         // nn_norm.cu
 void register_nn_loss_kernels();         // nn_loss.cu
+void register_conv_kernels();            // conv.cu
 void register_pool_kernels();            // pool.cu
 
 }  // namespace ember::cuda

@@ -11,6 +11,7 @@
 
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
+#include "ember/backends/cuda/cudnn_loader.h"
 #include "ember/core/tensor.h"
 #include "ember/data/pinned.h"
 
@@ -52,6 +53,8 @@ PYBIND11_MODULE(_C_cuda, m) {
   });
 
   m.def("device_count", &cuda::device_count);
+  // ember.backends.cudnn.version(): the loaded cuDNN (0: none; conv.cu loads it on demand).
+  m.def("_cudnn_version", [] { return ember::cuda::cudnn_version(); });
   m.def("current_device", [] { return cuda::current_device(); });
   m.def("set_device", [](int d) { EMBER_CUDA_CHECK(cudaSetDevice(d)); });
   m.def("synchronize", [] {
