@@ -28,6 +28,7 @@ from cuda_compare import (
     needs_gpu,
     noncontig,
     seeded,
+    to_dev,
 )
 
 import ember
@@ -514,3 +515,38 @@ def test_default_device_factories():
     with ember.device(DEV):
         assert ember.zeros(1).device.type == ember.device(DEV).type
     assert ember.zeros(1).device.type == "cpu"
+
+
+def test_deterministic_accumulation():
+    """use_deterministic_algorithms(True): index_put_(accumulate=True), index_add_,
+    scatter_add_ and scatter_reduce("sum") add float duplicates in one fixed order, so two
+    runs give the same bits (and match the CPU); max_pool2d's backward, which has no
+    deterministic CUDA kernel, raises unless warn_only."""
+    rng = seeded("deterministic")
+    idx = ember.from_numpy(rng.integers(0, 7, size=5000))
+    vals = make((5000,), "float32", rng)
+    runs = []
+    ember.use_deterministic_algorithms(True)
+    try:
+        for _ in range(2):
+            x = ember.zeros(7, device=DEV)
+            x.index_put_((to_dev(idx),), to_dev(vals), accumulate=True)
+            y = ember.zeros(7, device=DEV).index_add_(0, to_dev(idx), to_dev(vals))
+            z = ember.zeros(7, device=DEV).scatter_add_(0, to_dev(idx), to_dev(vals))
+            w = ember.zeros(7, device=DEV).scatter_reduce(0, to_dev(idx), to_dev(vals), "sum")
+            runs.append([as_numpy(t) for t in (x, y, z, w)])
+        for a, b in zip(*runs):
+            np.testing.assert_array_equal(a, b)
+        ref = as_numpy(ember.zeros(7).index_add_(0, idx, vals))
+        np.testing.assert_allclose(runs[0][0], ref, rtol=1e-5, atol=1e-4)
+        x = make((1, 1, 6, 6), "float32", rng).to(DEV).requires_grad_(True)
+        out = ember.nn.functional.max_pool2d(x, 3, stride=1)
+        if DEV == "cuda":
+            with pytest.raises(RuntimeError, match="does not have a deterministic implementation"):
+                out.sum().backward()
+        ember.use_deterministic_algorithms(True, warn_only=True)
+        x.grad = None
+        ember.nn.functional.max_pool2d(x, 3, stride=1).sum().backward()
+        assert x.grad is not None
+    finally:
+        ember.use_deterministic_algorithms(False)

@@ -68,10 +68,11 @@ std::vector<std::optional<Tensor>> expand_indices(
       out.emplace_back();
       continue;
     }
-    const Tensor& t = *opt;
-    EMBER_CHECK(t.device() == self.device() || t.device().is_cpu(),
+    EMBER_CHECK(opt->device() == self.device() || opt->device().is_cpu(),
                 "indices should be either on cpu or on the same device as the indexed tensor (",
                 self.device().str(), ")");
+    // CPU indices of a CUDA tensor: the kernels read them on the device.
+    const Tensor t = opt->device() == self.device() ? *opt : to_device(*opt, self.device());
     if (is_mask(t.dtype())) {
       int64_t start = int64_t(out.size()), k = t.dim();
       EMBER_CHECK_INDEX(start + k <= self.dim(), "too many indices for tensor of dimension ",

@@ -30,6 +30,7 @@ int64_t check_gather_scatter(const char* op, const Tensor& self, int64_t dim, co
               "Index tensor must have the same number of dimensions as ", src ? "self" : "input",
               " tensor (", op, ": index has ", index.dim(), ", self has ", self.dim(), ")");
   if (src) {
+    check_same_device(self, *src, op);  // the kernels read src on self's device
     EMBER_CHECK(src->dtype() == self.dtype(), op,
                 "(): Expected self.dtype to be equal to src.dtype (got ", dtype_name(self.dtype()),
                 " and ", dtype_name(src->dtype()), ")");

@@ -5,6 +5,7 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
+#include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
 namespace ember {
@@ -139,6 +140,8 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
   EMBER_CHECK(src.dtype() == self.dtype(), op,
               "(): Expected self.dtype to be equal to src.dtype, but got ",
               dtype_name(self.dtype()), " and ", dtype_name(src.dtype()));
+  check_same_device(self, index, op);  // the kernels read all three on self's device
+  check_same_device(self, src, op);
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   dim = wrap_dim(dim, nd);
   EMBER_CHECK(index.dim() == self.dim() && src.dim() == self.dim(), op,

@@ -192,6 +192,8 @@ void register_kernels() {
   register_nn_loss_kernels();
   register_conv_kernels();
   register_pool_kernels();
+  register_index_kernels();
+  register_scan_kernels();
 }
 
 }  // namespace ember::cuda

@@ -80,5 +80,7 @@ void register_nn_norm_kernels();         // nn_norm.cu
 void register_nn_loss_kernels();         // nn_loss.cu
 void register_conv_kernels();            // conv.cu
 void register_pool_kernels();            // pool.cu
+void register_index_kernels();           // index.cu
+void register_scan_kernels();            // scan.cu
 
 }  // namespace ember::cuda

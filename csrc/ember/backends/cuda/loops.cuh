@@ -88,13 +88,16 @@ inline unsigned grid_for(int64_t n) {
 }
 
 /// Runs body(p) for every element of `it` (p: pointers to its first N operands) on the
-/// current stream; returns at once when there is nothing to do.
+/// current stream; returns at once when there is nothing to do. `serial` runs one thread
+/// over the elements in iteration order: a deterministic order for bodies that accumulate
+/// with atomics (use_deterministic_algorithms), slow, and never the default.
 template <int N, typename Body>
-void launch_iter(const TensorIterator& it, Body body) {
+void launch_iter(const TensorIterator& it, Body body, bool serial = false) {
   const int64_t n = it.numel();
   if (n == 0) return;
   OffsetCalc<N> calc = make_offset_calc<N>(it);
-  iter_kernel<N, Body><<<grid_for(n), kThreads, 0, current_stream()>>>(calc, n, body);
+  iter_kernel<N, Body>
+      <<<serial ? 1u : grid_for(n), serial ? 1 : kThreads, 0, current_stream()>>>(calc, n, body);
   EMBER_CUDA_CHECK(cudaGetLastError());
 }
 
