@@ -193,6 +193,7 @@ void register_kernels() {
   register_conv_kernels();
   register_pool_kernels();
   register_index_kernels();
+  register_sort_kernels();
   register_scan_kernels();
 }
 

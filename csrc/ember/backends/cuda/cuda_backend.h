@@ -81,6 +81,7 @@ void register_nn_loss_kernels();         // nn_loss.cu
 void register_conv_kernels();            // conv.cu
 void register_pool_kernels();            // pool.cu
 void register_index_kernels();           // index.cu
+void register_sort_kernels();            // sort.cu
 void register_scan_kernels();            // scan.cu
 
 }  // namespace ember::cuda
