@@ -241,22 +241,6 @@ DispatchStub<EuclideanFinishFn> euclidean_finish_stub("cdist");
 
 namespace {
 
-// The composite cdist of ember ops: the off-CPU path (no fused kernel there yet).
-Tensor cdist_composite(const Tensor& x1, const Tensor& x2, double p, bool use_mm) {
-  if (use_mm) {
-    // |a|^2 - 2 a.b + |b|^2 through one batched matmul; clamped at 0, and a zero
-    // distance gets a zero gradient (the sqrt sees 1 there).
-    Tensor n1 = sum(mul(x1, x1), Shape{-1}, true);
-    Tensor n2 = unsqueeze(sum(mul(x2, x2), Shape{-1}), -2);
-    Tensor d2 = plus(minus(n1, mul(matmul(x1, transpose(x2, -1, -2)), S(2.0))), n2);
-    d2 = binary(B::maximum, d2, S(0.0));
-    Tensor pos = binary(B::gt, d2, S(0.0));
-    return where(pos, unary(U::sqrt, where(pos, d2, S(1.0))), S(0.0));
-  }
-  Tensor diff = minus(unsqueeze(x1, -2), unsqueeze(x2, -3));
-  return norm(diff, p, Shape{-1}, false);
-}
-
 /// x (batch..., n, M) broadcast to `batch` and flattened to (B, n, M) in `dt`, contiguous.
 Tensor batched_rows(const Tensor& x, const Shape& batch, int64_t B, DType dt) {
   const int64_t n = x.sizes()[x.dim() - 2], M = x.sizes()[x.dim() - 1];
@@ -299,7 +283,6 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& mo
   const bool use_mm =
       p == 2 && (mode == "use_mm_for_euclid_dist" ||
                  (mode == "use_mm_for_euclid_dist_if_necessary" && (P > 25 || R > 25)));
-  if (!x1.device().is_cpu()) return cdist_composite(x1, x2, p, use_mm);
 
   Shape b1(x1.sizes().begin(), x1.sizes().end() - 2), b2(x2.sizes().begin(), x2.sizes().end() - 2);
   const Shape batch = broadcast_shapes(b1, b2);

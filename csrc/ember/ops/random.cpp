@@ -401,8 +401,10 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement,
               num_samples, ", prob_dist.size(-1)=", k, ")");
   EMBER_CHECK(k <= (int64_t(1) << 24), "number of categories cannot exceed 2^24");
   int64_t rows = probs.dim() == 2 ? probs.size(0) : 1;
-  Tensor p = to_device(contiguous(to_dtype(probs, DType::Float64)), Device());
-  {
+  Tensor p = contiguous(to_dtype(probs, DType::Float64));
+  // Off the CPU the kernel validates the rows itself (a device flag, raising the same errors
+  // for the first bad row): the probabilities never travel to the host.
+  if (p.device().is_cpu()) {
     const double* pp = p.data<double>();
     for (int64_t r = 0; r < rows; ++r) {
       double sum = 0;
@@ -415,7 +417,6 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement,
       EMBER_CHECK(sum > 0, "invalid multinomial distribution (sum of probabilities <= 0)");
     }
   }
-  if (!probs.device().is_cpu()) p = to_device(p, probs.device());
   Tensor out = empty(probs.dim() == 2 ? Shape{rows, num_samples} : Shape{num_samples}, DType::Int64,
                      probs.device());
   if (rows == 0) return out;

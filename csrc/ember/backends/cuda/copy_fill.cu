@@ -195,6 +195,9 @@ void register_kernels() {
   register_index_kernels();
   register_sort_kernels();
   register_scan_kernels();
+  register_optim_kernels();
+  register_factory_kernels();
+  register_distance_kernels();
 }
 
 }  // namespace ember::cuda

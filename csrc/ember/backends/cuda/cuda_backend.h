@@ -83,5 +83,8 @@ void register_pool_kernels();            // pool.cu
 void register_index_kernels();           // index.cu
 void register_sort_kernels();            // sort.cu
 void register_scan_kernels();            // scan.cu
+void register_optim_kernels();           // optim.cu
+void register_factory_kernels();         // factory.cu
+void register_distance_kernels();        // distance.cu
 
 }  // namespace ember::cuda
