@@ -11,7 +11,6 @@
 
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
-#include "ember/backends/cpu/lapack.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/linalg_lapack_detail.h"
@@ -20,6 +19,12 @@
 #include "ember/ops/view.h"
 
 namespace ember {
+
+DispatchStub<PotrfKernel> potrf_stub("potrf");
+DispatchStub<GesddKernel> gesdd_stub("gesdd");
+DispatchStub<SyevdKernel> syevd_stub("syevd");
+DispatchStub<GeqrfKernel> geqrf_stub("geqrf");
+DispatchStub<OrgqrKernel> orgqr_stub("orgqr");
 
 using namespace lapack_detail;
 
@@ -33,21 +38,16 @@ std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool c
   {
     autograd::GradModeGuard no_grad(false);
     Tensor a = colmajor(A);
-    dispatch_real(A.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* pa = reinterpret_cast<T*>(a.data_ptr());
-      int32_t* pi = reinterpret_cast<int32_t*>(info.data_ptr());
-      for (int64_t i = 0; i < batch && n > 0; ++i) {
-        int r = lp::potrf<T>('L', int(n), pa + i * n * n, int(n));
-        pi[i] = r;
-        if (r > 0 && check_errors)
-          throw LinAlgError(
-              detail::str("linalg.cholesky: ", batch_prefix(batch, i),
-                          "The factorization could not be completed because the input is not "
-                          "positive-definite (the leading minor of order ",
-                          r, " is not positive-definite)."));
-      }
-    });
+    if (n > 0 && batch > 0) {
+      potrf_stub.get(A.device())(a, info, batch, n);
+      int code = 0;
+      int64_t bad = check_errors ? first_failure(host_info(info), batch, code) : -1;
+      if (bad >= 0)
+        throw LinAlgError(detail::str("linalg.cholesky: ", batch_prefix(batch, bad),
+                                      "The factorization could not be completed because the input "
+                                      "is not positive-definite (the leading minor of order ",
+                                      code, " is not positive-definite)."));
+    }
     L = tril(mT_(a), 0);
   }
   rs.done();
@@ -101,36 +101,19 @@ void svd_raw(const Tensor& A, char jobz, Tensor& Uo, Tensor& So, Tensor& Vho) {
   // gesdd writes every element of U (m x ucols) and Vt (vrows x n): no zero fill.
   Tensor ub = jobz == 'N' ? Tensor() : empty(cat_shape(bs, {ucols, m}), A.dtype(), A.device());
   Tensor vb = jobz == 'N' ? Tensor() : empty(cat_shape(bs, {n, vrows}), A.dtype(), A.device());
-  Tensor a = colmajor(A);
-  std::vector<int> infos(static_cast<size_t>(batch));
-  dispatch_real(A.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    T* pa = reinterpret_cast<T*>(a.data_ptr());
-    T* ps = reinterpret_cast<T*>(So.data_ptr());
-    T* pu = jobz == 'N' ? nullptr : reinterpret_cast<T*>(ub.data_ptr());
-    T* pv = jobz == 'N' ? nullptr : reinterpret_cast<T*>(vb.data_ptr());
-    const int ldvt = int(std::max<int64_t>(vrows, 1));
-    // One workspace query for the whole batch (Note [Batched LAPACK]).
-    const int lwork = lp::gesdd_lwork<T>(jobz, int(m), int(n));
-    const size_t liwork = size_t(lp::gesdd_liwork(int(m), int(n)));
-    for_each_matrix(batch, m * n * k, [&](int64_t begin, int64_t end) {
-      std::vector<T> work(static_cast<size_t>(lwork));
-      std::vector<int> iwork(liwork);
-      T dummy = 0;
-      for (int64_t i = begin; i < end; ++i)
-        infos[size_t(i)] =
-            lp::gesdd<T>(jobz, int(m), int(n), pa + i * m * n, int(m), ps + i * k,
-                         pu ? pu + i * m * ucols : &dummy, int(m), pv ? pv + i * vrows * n : &dummy,
-                         ldvt, work.data(), lwork, iwork.data());
-    });
-  });
-  for (int64_t i = 0; i < batch; ++i)
-    if (infos[size_t(i)] > 0)
+  if (batch > 0) {
+    Tensor a = colmajor(A);
+    Tensor info = empty(Shape{batch}, DType::Int32, A.device());
+    gesdd_stub.get(A.device())(a, So, ub, vb, info, batch, m, n, jobz);
+    int code = 0;
+    int64_t bad = first_failure(host_info(info), batch, code);
+    if (bad >= 0)
       throw LinAlgError(
-          detail::str("linalg.svd: ", batch_prefix(batch, i),
+          detail::str("linalg.svd: ", batch_prefix(batch, bad),
                       "The algorithm failed to converge because the input matrix is "
                       "ill-conditioned or has too many repeated singular values (error code: ",
-                      infos[size_t(i)], ")."));
+                      code, ")."));
+  }
   if (jobz != 'N') {
     Uo = mT_(ub);
     Vho = mT_(vb);
@@ -215,23 +198,18 @@ void eigh_raw(const Tensor& A, bool vectors, char uplo, Tensor& L, Tensor& V) {
   int64_t n = rows(A), batch = batch_of(A);
   Tensor a = colmajor(A);
   L = empty(cat_shape(batch_shape(A), {n}), A.dtype(), A.device());
-  if (n > 0)
-    dispatch_real(A.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* pa = reinterpret_cast<T*>(a.data_ptr());
-      T* pl = reinterpret_cast<T*>(L.data_ptr());
-      for (int64_t i = 0; i < batch; ++i) {
-        int info =
-            lp::syevd<T>(vectors ? 'V' : 'N', uplo, int(n), pa + i * n * n, int(n), pl + i * n);
-        if (info > 0)
-          throw LinAlgError(
-              detail::str("linalg.eigh: ", batch_prefix(batch, i),
-                          "The algorithm failed to converge "
-                          "because the input matrix is ill-conditioned or has too many repeated "
-                          "eigenvalues (error code: ",
-                          info, ")."));
-      }
-    });
+  if (n > 0 && batch > 0) {
+    Tensor info = empty(Shape{batch}, DType::Int32, A.device());
+    syevd_stub.get(A.device())(a, L, info, batch, n, vectors, uplo);
+    int code = 0;
+    int64_t bad = first_failure(host_info(info), batch, code);
+    if (bad >= 0)
+      throw LinAlgError(detail::str("linalg.eigh: ", batch_prefix(batch, bad),
+                                    "The algorithm failed to converge "
+                                    "because the input matrix is ill-conditioned or has too many "
+                                    "repeated eigenvalues (error code: ",
+                                    code, ")."));
+  }
   if (vectors) V = mT_(a);
 }
 
@@ -308,27 +286,13 @@ std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode) {
     else
       copy_(narrow(buf, -2, 0, n), a);
     Tensor tau = zeros(cat_shape(bs, {std::max<int64_t>(k, 1)}), A.dtype(), A.device());
-    if (k > 0)
-      dispatch_real(A.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        T* pb = reinterpret_cast<T*>(buf.data_ptr());
-        T* pt = reinterpret_cast<T*>(tau.data_ptr());
-        int64_t tk = std::max<int64_t>(k, 1);
-        for (int64_t i = 0; i < batch; ++i)
-          lp::geqrf<T>(int(m), int(n), pb + i * w * m, int(m), pt + i * tk);
-      });
+    const int64_t tk = std::max<int64_t>(k, 1);
+    if (k > 0 && batch > 0) geqrf_stub.get(A.device())(buf, tau, batch, m, n, w * m, tk);
     Tensor full_r = mT_(buf);  // (..., m, w): R in the upper triangle of the first n columns
     R = triu(contiguous(narrow(narrow(full_r, -1, 0, n), -2, 0, complete ? m : k)), 0);
     if (mode != "r") {
       if (k > 0) {
-        dispatch_real(A.dtype(), [&](auto tag) {
-          using T = decltype(tag);
-          T* pb = reinterpret_cast<T*>(buf.data_ptr());
-          T* pt = reinterpret_cast<T*>(tau.data_ptr());
-          int64_t tk = std::max<int64_t>(k, 1);
-          for (int64_t i = 0; i < batch; ++i)
-            lp::orgqr<T>(int(m), int(qc), int(k), pb + i * w * m, int(m), pt + i * tk);
-        });
+        if (batch > 0) orgqr_stub.get(A.device())(buf, tau, batch, m, qc, k, w * m, tk);
         Q = narrow(mT_(buf), -1, 0, qc);
       } else {
         Q = complete ? contiguous(expand(eye(m, std::nullopt, A.dtype(), A.device()),

@@ -1,7 +1,9 @@
 // ember.linalg through LAPACK (ops/linalg_lapack.h). Each front-end validates,
-// copies its input into column-major buffers (LAPACK's layout), runs the
-// routine once per matrix of the batch, and records its node; each
-// <op>_backward below is PyTorch's formula written with ember ops.
+// copies its input into column-major buffers (LAPACK's layout), runs the whole
+// batch through the primitive's stub (kernels/stubs/lapack.h: the CPU's LAPACK,
+// cuSOLVER on CUDA), raises for a failing matrix from the stub's `info`, and
+// records its node; each <op>_backward below is PyTorch's formula written with
+// ember ops.
 #include "ember/ops/linalg_lapack.h"
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
-#include "ember/backends/cpu/lapack.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/linalg_lapack_detail.h"
@@ -21,6 +22,11 @@
 #include "ember/ops/view.h"
 
 namespace ember {
+
+DispatchStub<GetrfKernel> getrf_stub("getrf");
+DispatchStub<GetrsKernel> getrs_stub("getrs");
+DispatchStub<TrtrsKernel> trtrs_stub("trtrs");
+DispatchStub<LuDetKernel> lu_det_stub("lu_det");
 
 using namespace lapack_detail;
 
@@ -33,26 +39,15 @@ Tensor solve_raw(const Tensor& A, const Tensor& Bm, const char* op, const char* 
   autograd::GradModeGuard no_grad(false);
   int64_t n = rows(A), k = cols(Bm), batch = batch_of(A);
   Tensor a = colmajor(A), b = colmajor(Bm);
-  if (n == 0 || k == 0) return mT_(b);
-  std::vector<int> infos(static_cast<size_t>(batch));
-  dispatch_real(A.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    T* pa = reinterpret_cast<T*>(a.data_ptr());
-    T* pb = reinterpret_cast<T*>(b.data_ptr());
-    for_each_matrix(batch, n * n * (n + k), [&](int64_t begin, int64_t end) {
-      std::vector<int> ipiv(static_cast<size_t>(n));
-      for (int64_t i = begin; i < end; ++i) {
-        int info = lp::getrf<T>(int(n), int(n), pa + i * n * n, int(n), ipiv.data());
-        infos[size_t(i)] = info;
-        if (info == 0)
-          lp::getrs<T>('N', int(n), int(k), pa + i * n * n, int(n), ipiv.data(), pb + i * n * k,
-                       int(n));
-      }
-    });
-  });
-  for (int64_t i = 0; i < batch; ++i)
-    if (infos[size_t(i)] > 0)
-      throw LinAlgError(detail::str(op, ": ", batch_prefix(batch, i), singular_msg));
+  if (n == 0 || k == 0 || batch == 0) return mT_(b);
+  Tensor ipiv = empty(Shape{batch, n}, DType::Int32, A.device());
+  Tensor info = empty(Shape{batch}, DType::Int32, A.device());
+  getrf_stub.get(A.device())(a, ipiv, info, batch, n);
+  // A singular matrix's solution is garbage (inf / NaN) and is never returned.
+  getrs_stub.get(A.device())(a, ipiv, b, batch, n, k, false);
+  int code = 0;
+  int64_t bad = first_failure(host_info(info), batch, code);
+  if (bad >= 0) throw LinAlgError(detail::str(op, ": ", batch_prefix(batch, bad), singular_msg));
   return mT_(b);
 }
 
@@ -60,37 +55,22 @@ Tensor solve_raw(const Tensor& A, const Tensor& Bm, const char* op, const char* 
 void lu_det_raw(const Tensor& A, Tensor& sign, Tensor& logabs, Tensor& det) {
   autograd::GradModeGuard no_grad(false);
   int64_t n = rows(A), batch = batch_of(A);
-  Tensor a = colmajor(A);
   Shape bs = batch_shape(A);
   sign = empty(bs, A.dtype(), A.device());
   logabs = empty(bs, A.dtype(), A.device());
   det = empty(bs, A.dtype(), A.device());
-  std::vector<int> ipiv(static_cast<size_t>(std::max<int64_t>(n, 1)));
-  dispatch_real(A.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    T* pa = reinterpret_cast<T*>(a.data_ptr());
-    T *ps = reinterpret_cast<T*>(sign.data_ptr()), *pl = reinterpret_cast<T*>(logabs.data_ptr()),
-      *pd = reinterpret_cast<T*>(det.data_ptr());
-    for (int64_t i = 0; i < batch; ++i) {
-      T* m = pa + i * n * n;
-      int info = n ? lp::getrf<T>(int(n), int(n), m, int(n), ipiv.data()) : 0;
-      double s = 1, l = 0;
-      if (info > 0) {
-        s = 0;
-        l = -std::numeric_limits<double>::infinity();
-      } else {
-        for (int64_t j = 0; j < n; ++j) {
-          double d = double(m[j * n + j]);
-          if (ipiv[j] != j + 1) s = -s;
-          if (d < 0) s = -s;
-          l += std::log(std::fabs(d));
-        }
-      }
-      ps[i] = T(s);
-      pl[i] = T(l);
-      pd[i] = T(s == 0 ? 0.0 : s * std::exp(l));
-    }
-  });
+  if (batch == 0) return;
+  if (n == 0) {  // the empty product
+    fill_(sign, Scalar(1.0));
+    fill_(logabs, Scalar(0.0));
+    fill_(det, Scalar(1.0));
+    return;
+  }
+  Tensor a = colmajor(A);
+  Tensor ipiv = empty(Shape{batch, n}, DType::Int32, A.device());
+  Tensor info = empty(Shape{batch}, DType::Int32, A.device());
+  getrf_stub.get(A.device())(a, ipiv, info, batch, n);
+  lu_det_stub.get(A.device())(a, ipiv, info, sign, logabs, det, batch, n);
 }
 
 }  // namespace
@@ -103,6 +83,7 @@ Tensor linalg_solve(const Tensor& A, const Tensor& Bt, bool left) {
               "linalg.solve: Expected A and B to have the same dtype, but found A of type ",
               scalar_type_name(A.dtype()), " and B of type ", scalar_type_name(Bt.dtype()),
               " instead");
+  check_device(A, Bt, "linalg.solve");
   if (!left) return mT_(linalg_solve(mT_(A), mT_(Bt), true));
   int64_t n = rows(A);
   bool vec = Bt.dim() == 1 || (Bt.dim() == A.dim() - 1 && [&] {
@@ -229,6 +210,7 @@ Tensor linalg_solve_triangular(const Tensor& A, const Tensor& Bm, bool upper, bo
               "linalg.solve_triangular: The input tensor B must have at least 2 dimensions.");
   EMBER_CHECK(Bm.dtype() == A.dtype(),
               "linalg.solve_triangular: Expected A and B to have the same dtype");
+  check_device(A, Bm, "linalg.solve_triangular");
   if (!left) return mT_(linalg_solve_triangular(mT_(A), mT_(Bm), !upper, true, unitriangular));
   int64_t n = rows(A);
   EMBER_CHECK(rows(Bm) == n,
@@ -243,15 +225,8 @@ Tensor linalg_solve_triangular(const Tensor& A, const Tensor& Bm, bool upper, bo
     Tensor Ae = expand(A, cat_shape(bs, {n, n})), Be = expand(Bm, cat_shape(bs, {n, k}));
     Tensor a = colmajor(Ae), b = colmajor(Be);
     int64_t batch = batch_of(Ae);
-    if (n > 0 && k > 0)
-      dispatch_real(A.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        T* pa = reinterpret_cast<T*>(a.data_ptr());
-        T* pb = reinterpret_cast<T*>(b.data_ptr());
-        for (int64_t i = 0; i < batch; ++i)
-          lp::trtrs<T>(upper ? 'U' : 'L', 'N', unitriangular ? 'U' : 'N', int(n), int(k),
-                       pa + i * n * n, int(n), pb + i * n * k, int(n));
-      });
+    if (n > 0 && k > 0 && batch > 0)
+      trtrs_stub.get(A.device())(a, b, batch, n, k, upper, unitriangular);
     X = mT_(b);
   }
   rs.done();
@@ -383,20 +358,18 @@ std::pair<Tensor, Tensor> linalg_lu_factor(const Tensor& A) {
   {
     autograd::GradModeGuard no_grad(false);
     Tensor a = colmajor(A);
-    dispatch_real(A.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* pa = reinterpret_cast<T*>(a.data_ptr());
-      int32_t* pp = reinterpret_cast<int32_t*>(piv.data_ptr());
-      for (int64_t i = 0; i < batch && n > 0; ++i) {
-        int info = lp::getrf<T>(int(n), int(n), pa + i * n * n, int(n), pp + i * n);
-        if (info > 0)
-          throw LinAlgError(detail::str(
-              "linalg.lu_factor: ", batch_prefix(batch, i), "U[", info, ",", info,
-              "] is zero and using it on lu_solve would result in a division by zero. If "
-              "you still want to perform the factorization, consider calling "
-              "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"));
-      }
-    });
+    if (n > 0 && batch > 0) {
+      Tensor info = empty(Shape{batch}, DType::Int32, A.device());
+      getrf_stub.get(A.device())(a, piv, info, batch, n);
+      int code = 0;
+      int64_t bad = first_failure(host_info(info), batch, code);
+      if (bad >= 0)
+        throw LinAlgError(
+            detail::str("linalg.lu_factor: ", batch_prefix(batch, bad), "U[", code, ",", code,
+                        "] is zero and using it on lu_solve would result in a division by zero. If "
+                        "you still want to perform the factorization, consider calling "
+                        "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"));
+    }
     LU = mT_(a);
   }
   rs.done();
@@ -414,6 +387,12 @@ Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& Bm,
   check_input(LU, "linalg.lu_solve", true);
   EMBER_CHECK(pivots.dtype() == DType::Int32,
               "linalg.lu_solve: pivots should be a Tensor of scalar type int32");
+  check_device(LU, pivots, "linalg.lu_solve");
+  check_device(LU, Bm, "linalg.lu_solve");
+  EMBER_CHECK(Bm.dtype() == LU.dtype(),
+              "linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type ",
+              scalar_type_name(LU.dtype()), " and B of type ", scalar_type_name(Bm.dtype()),
+              " instead");
   EMBER_CHECK(Bm.dim() >= 2 && rows(Bm) == rows(LU),
               "linalg.lu_solve: Incompatible shapes of A and B for the equation AX = B");
   EMBER_CHECK(batch_shape(LU) == batch_shape(Bm) &&
@@ -429,16 +408,7 @@ Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& Bm,
   {
     autograd::GradModeGuard no_grad(false);
     Tensor a = colmajor(LU), b = colmajor(Bm), p = contiguous(pivots);
-    if (n > 0 && k > 0)
-      dispatch_real(LU.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        T* pa = reinterpret_cast<T*>(a.data_ptr());
-        T* pb = reinterpret_cast<T*>(b.data_ptr());
-        const int32_t* pp = reinterpret_cast<const int32_t*>(p.data_ptr());
-        for (int64_t i = 0; i < batch; ++i)
-          lp::getrs<T>(adjoint ? 'T' : 'N', int(n), int(k), pa + i * n * n, int(n), pp + i * n,
-                       pb + i * n * k, int(n));
-      });
+    if (n > 0 && k > 0 && batch > 0) getrs_stub.get(LU.device())(a, p, b, batch, n, k, adjoint);
     X = mT_(b);
   }
   rs.done();

@@ -1,4 +1,5 @@
-// ember.linalg through LAPACK (backends/cpu/lapack.h): factorizations and
+// ember.linalg through LAPACK (the stubs of kernels/stubs/lapack.h: backends/cpu/lapack.h
+// on the CPU, cuSOLVER on CUDA): factorizations and
 // solvers with PyTorch's semantics, batching over leading dims, and PyTorch's
 // derivative formulas (written with ember ops, so they differentiate again).
 #pragma once

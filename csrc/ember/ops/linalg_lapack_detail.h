@@ -8,9 +8,7 @@
 #include "ember/autograd/derivatives/formula.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
-#include "ember/backends/cpu/blas.h"
-#include "ember/backends/cpu/lapack.h"
-#include "ember/core/parallel.h"
+#include "ember/kernels/stubs/lapack.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/ops.h"
@@ -20,7 +18,6 @@ namespace ember::lapack_detail {
 
 using B = BinaryOp;
 using U = UnaryOp;
-namespace lp = cpu::lapack;
 using autograd::LambdaNode;
 using autograd::variable_list;
 
@@ -40,13 +37,18 @@ inline void check_input(const Tensor& A, const char* op, bool square) {
   EMBER_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, op,
               ": Expected a floating point or complex tensor as input. Got ",
               scalar_type_name(A.dtype()));
-  EMBER_CHECK_KIND(ErrorKind::NotImplemented, A.device().is_cpu(), op,
-                   ": not implemented for 'CUDA' (ember runs linalg through LAPACK on the CPU)");
   if (square)
     EMBER_CHECK(rows(A) == cols(A), op, ": A must be batches of square matrices, but they are ",
                 rows(A), " by ", cols(A), " matrices");
   EMBER_CHECK(rows(A) < INT_MAX && cols(A) < INT_MAX, op,
               ": matrix dimensions exceed LAPACK's 32-bit sizes");
+}
+
+// The second operand of a solver on A's device (the kernels read both on one device).
+inline void check_device(const Tensor& A, const Tensor& B, const char* op) {
+  EMBER_CHECK(A.device().type == B.device().type, op,
+              ": Expected all tensors to be on the same device, but found at least two devices, ",
+              A.device().str(), " and ", B.device().str(), "!");
 }
 
 inline int64_t batch_of(const Tensor& a) {
@@ -76,30 +78,34 @@ inline Tensor colmajor(const Tensor& a) {
 }
 
 // Note [Batched LAPACK]
-// A batch of equal-sized problems runs as chunk(begin, end) over the matrices: on the
-// thread pool with the LAPACK single-threaded (blas::SerialScope) when there is more
-// than one matrix and more than one thread, else inline (where one large matrix keeps
-// OpenBLAS's own threads). Each chunk allocates its workspace once; callers query
-// workspace sizes once per batch and record each matrix's `info`, then raise for the
-// first failing one in batch order, so the error does not depend on the scheduling.
-template <typename F>
-inline void for_each_matrix(int64_t batch, int64_t cost_per_matrix, F&& chunk) {
-  if (batch > 1 && get_num_threads() > 1 && !in_parallel_region()) {
-    cpu::blas::SerialScope serial;
-    const int64_t grain =
-        std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(cost_per_matrix, 1));
-    parallel_for(0, batch, grain, chunk);
-  } else if (batch > 0) {
-    chunk(0, batch);
-  }
+// The front-ends run each LAPACK primitive once over the whole batch through its stub
+// (kernels/stubs/lapack.h, Note [Batched LAPACK stubs]). On the CPU
+// (backends/cpu/lapack_kernels.cpp) a batch of equal-sized problems runs as
+// chunk(begin, end) over the matrices: on the thread pool with the LAPACK single-threaded
+// (blas::SerialScope) when there is more than one matrix and more than one thread, else
+// inline (where one large matrix keeps OpenBLAS's own threads). Each chunk allocates its
+// workspace once; workspace sizes are queried once per batch. On CUDA
+// (backends/cuda/linalg.cu) cuSOLVER / cuBLAS run the batch on the current stream. Each
+// matrix's `info` is kept in an int32 tensor on the input's device; the front-end reads it
+// once (host_info) and raises for the first failing matrix in batch order, so the error
+// does not depend on the scheduling.
+
+// `info` readable on the host: itself on the CPU, else one copy (which waits for the
+// stream: the only host sync of a linalg op, on its error-checking path).
+inline Tensor host_info(const Tensor& info) {
+  return info.device().is_cpu() ? info : to_device(info, Device());
 }
 
-template <typename F>
-inline void dispatch_real(DType dt, F f) {
-  if (dt == DType::Float64)
-    f(double{});
-  else
-    f(float{});
+// The index of the first matrix whose info is > 0 (-1 when none) and its info.
+inline int64_t first_failure(const Tensor& info_host, int64_t batch, int& code) {
+  const int32_t* p = reinterpret_cast<const int32_t*>(info_host.data_ptr());
+  for (int64_t i = 0; i < batch; ++i)
+    if (p[i] > 0) {
+      code = p[i];
+      return i;
+    }
+  code = 0;
+  return -1;
 }
 
 inline std::string batch_prefix(int64_t batch, int64_t i) {

@@ -198,6 +198,7 @@ void register_kernels() {
   register_optim_kernels();
   register_factory_kernels();
   register_distance_kernels();
+  register_linalg_kernels();
 }
 
 }  // namespace ember::cuda
