@@ -14,6 +14,7 @@
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"
+#include "ember/ops/ops.h"
 #include "ember/ops/random.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/view.h"
@@ -134,8 +135,6 @@ Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
   check_args(q, k, v, mask, is_causal);
   EMBER_CHECK(dropout_p >= 0 && dropout_p < 1, kOp,
               ": the fused kernel takes 0 <= dropout_p < 1, got ", dropout_p);
-  EMBER_CHECK(dropout_p == 0 || q.device().is_cpu(), kOp,
-              ": fused dropout is a CPU kernel; got tensors on ", q.device().str());
   Tensor m = expanded_mask(mask, q, k);
   const SdpaDropout drop = dropout_p > 0 ? sdpa_reserve_dropout(dropout_p) : SdpaDropout();
   autograd::RecordScope scope({&q, &k, &v});
@@ -151,7 +150,9 @@ Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
     if (autograd::grad_enabled()) {  // Note [Double backward of fused ops]
       Tensor keep;
       if (drop.on())  // the same Z as the forward's (Note [Fused attention dropout])
-        keep = sdpa_dropout_mask(drop, q.size(0), q.size(1), q.size(2), k.size(2), q.dtype());
+        keep = to_device(
+            sdpa_dropout_mask(drop, q.size(0), q.size(1), q.size(2), k.size(2), q.dtype()),
+            q.device());  // made on the host: the hash, not a kernel
       auto fwd = [is_causal, scale, m,
                   keep](const autograd::variable_list& in) -> autograd::variable_list {
         return {sdpa_math_keep(in[0], in[1], in[2], m, is_causal, scale, keep)};

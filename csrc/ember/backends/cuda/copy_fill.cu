@@ -198,6 +198,8 @@ void register_kernels() {
   register_optim_kernels();
   register_factory_kernels();
   register_distance_kernels();
+  register_rnn_kernels();
+  register_attention_kernels();
   register_linalg_kernels();
 }
 

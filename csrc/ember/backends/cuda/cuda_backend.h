@@ -86,6 +86,8 @@ void register_scan_kernels();            // scan.cu
 void register_optim_kernels();           // optim.cu
 void register_factory_kernels();         // factory.cu
 void register_distance_kernels();        // distance.cu
+void register_rnn_kernels();             // rnn.cu
+void register_attention_kernels();       // attention.cu
 void register_linalg_kernels();          // linalg.cu (cuSOLVER: ember.linalg)
 
 }  // namespace ember::cuda

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ember/core/half.h"  // EMBER_HOST_DEVICE
 #include "ember/core/tensor.h"
 #include "ember/kernels/dispatch.h"
 
@@ -14,8 +15,9 @@ namespace ember {
 // probability P[i, j] by Z[i, j] = keep / (1 - p) before it meets V, and the backward, which
 // recomputes P from the logsumexp, needs the same Z again. So Z is never drawn from a stream
 // or stored: it is a hash of (seed, offset, batch*head, row, column), recomputed wherever it is
-// needed (lowbias32 finalizers, well mixed in every bit). The forward reserves one block of the
-// default generator per call, so calls differ and ember.manual_seed repeats them.
+// needed (lowbias32 finalizers, well mixed in every bit; host and device functions, so the
+// CUDA kernels draw the same Z as the CPU's). The forward reserves one block of the default
+// generator per call, so calls differ and ember.manual_seed repeats them.
 // sdpa_dropout_mask materializes the same Z, for the double backward and the tests. The
 // backward with Z (D_i = rowsum(dO * O) already holds the dropped output):
 //   dV = (P * Z)^T dO,   dS = P * (Z * (dO V^T) - D).
@@ -28,8 +30,8 @@ struct SdpaDropout {
         key(mix(uint32_t(seed) ^
                 mix(uint32_t(seed >> 32) ^ mix(uint32_t(offset) ^ mix(uint32_t(offset >> 32)))))),
         threshold(uint32_t(std::min(p_ * 4294967296.0, 4294967295.0))) {}
-  bool on() const { return p > 0; }
-  static uint32_t mix(uint32_t x) {
+  EMBER_HOST_DEVICE bool on() const { return p > 0; }
+  EMBER_HOST_DEVICE static uint32_t mix(uint32_t x) {
     x ^= x >> 16;
     x *= 0x7feb352du;
     x ^= x >> 15;
@@ -38,11 +40,11 @@ struct SdpaDropout {
     return x;
   }
   /// The key of row i of (batch * heads + head) bh.
-  uint32_t row(int64_t bh, int64_t i) const {
+  EMBER_HOST_DEVICE uint32_t row(int64_t bh, int64_t i) const {
     return mix(key ^ mix(uint32_t(bh) ^ mix(uint32_t(i) + 0x9e3779b9u)));
   }
   /// Whether column j of the row with key `rk` is kept (probability 1 - p).
-  static bool keep(uint32_t rk, int64_t j, uint32_t threshold) {
+  EMBER_HOST_DEVICE static bool keep(uint32_t rk, int64_t j, uint32_t threshold) {
     return mix(rk ^ (uint32_t(j) * 0x85ebca6bu + 0x27d4eb2fu)) >= threshold;
   }
 };

@@ -2,8 +2,8 @@
 
 ``scaled_dot_product_attention`` runs the fused C++ kernel (flash-style
 online softmax, no L x S matrix kept for backward: csrc/ember/ops/nn_attention.cpp)
-unless dropout is asked for or a float mask requires grad, where it runs the
-composite softmax(q k^T * scale + mask) v, also in C++.
+(dropout included, on the CPU and CUDA) unless dropout_p is 1 or a float mask requires
+grad, where it runs the composite softmax(q k^T * scale + mask) v, also in C++.
 ``multi_head_attention_forward`` is the functional form of nn.MultiheadAttention.
 """
 import math
@@ -95,10 +95,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         elif nd >= 5:
             mask = mask.expand(*batch_shape, query.shape[-3], L, S).reshape(
                 B, query.shape[-3], L, S)
-    # Dropout below 1 is fused on the CPU (Note [Fused attention dropout]); p = 1 zeroes every
-    # weight and a mask that wants a gradient needs the composite.
-    use_math = (dropout_p > 0.0 and (dropout_p >= 1.0 or q4.device.type != "cpu")) or (
-        mask is not None and mask.requires_grad)
+    # Dropout below 1 is fused, on the CPU and on CUDA (Note [Fused attention dropout]); p = 1
+    # zeroes every weight and a mask that wants a gradient needs the composite.
+    use_math = (dropout_p >= 1.0) or (mask is not None and mask.requires_grad)
     if use_math:
         out = _C._sdpa_math(q4, k4, v4, mask, bool(is_causal), float(scale), float(dropout_p))
     else:
