@@ -130,6 +130,7 @@ from ._C import gather as gather
 from ._C import gcd as gcd
 from ._C import ge as ge
 from ._C import ger as ger
+from ._C import get_default_device as get_default_device
 from ._C import get_default_dtype as get_default_dtype
 from ._C import get_num_threads as get_num_threads
 from ._C import get_rng_state as get_rng_state
@@ -287,6 +288,7 @@ from ._C import scatter_reduce as scatter_reduce
 from ._C import searchsorted as searchsorted
 from ._C import seed as seed
 from ._C import select as select
+from ._C import set_default_device as set_default_device
 from ._C import set_default_dtype as set_default_dtype
 from ._C import set_num_threads as set_num_threads
 from ._C import set_rng_state as set_rng_state
