@@ -5,13 +5,33 @@
 Each case is warmed up and timed with CUDA events around a batch of calls
 (median of several batches); PyTorch runs in a subprocess under
 /work/torchvenv/bin/python (or /usr/bin/python3) after ember, never at the same
-time. Cases ember has no CUDA kernel for yet show as n/a.
+time. Cases that fail show as n/a with the error. The training-step cases also count the
+cudaMalloc calls (segments allocated) of 20 more steps: a warm caching allocator makes none.
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
+
+# One training step (zero_grad, forward, cross entropy, backward, SGD with momentum) of `model`
+# on a fixed random batch of FashionMNIST's shape, everything on the GPU.
+STEP = (
+    "nn = lib.nn; model = {model}.to('cuda'); "
+    "opt = lib.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9); "
+    "x = lib.randn({bs}, 1, 28, 28, device='cuda'); y = lib.randint(0, 10, ({bs},), device='cuda'); "
+    "loss_fn = nn.CrossEntropyLoss()\n"
+    "def fn():\n"
+    "    opt.zero_grad()\n"
+    "    loss_fn(model(x), y).backward()\n"
+    "    opt.step()\n"
+)
+# The quickstart's NeuralNetwork, and "What is torch.nn really?"'s Mnist_CNN.
+MLP = ("nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), "
+       "nn.ReLU(), nn.Linear(512, 10))")
+CNN = ("nn.Sequential(nn.Conv2d(1, 16, 3, stride=2, padding=1), nn.ReLU(), "
+       "nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU(), "
+       "nn.Conv2d(16, 10, 3, stride=2, padding=1), nn.ReLU(), nn.AvgPool2d(4), nn.Flatten())")
 
 CASES = {
     # name: (bytes moved or flops per call, is_flops, setup source producing `fn`)
@@ -27,9 +47,17 @@ CASES = {
     "softmax 65536x4096 (GB/s)": (2 * 65536 * 4096 * 4, False,
                                   "a = lib.randn(65536, 4096, device='cuda'); fn = lambda: a.softmax(-1)"),
     "matmul 4096^3 fp32 (TF/s)": (2 * 4096**3, True,
+                                  "lib.backends.cuda.matmul.allow_tf32 = False; "
+                                  "a = lib.randn(4096, 4096, device='cuda'); fn = lambda: a @ a"),
+    "matmul 4096^3 tf32 (TF/s)": (2 * 4096**3, True,
+                                  "lib.backends.cuda.matmul.allow_tf32 = True; "
                                   "a = lib.randn(4096, 4096, device='cuda'); fn = lambda: a @ a"),
     "matmul 4096^3 bf16 (TF/s)": (2 * 4096**3, True,
+                                  "lib.backends.cuda.matmul.allow_tf32 = False; "
                                   "a = lib.randn(4096, 4096, device='cuda').to(lib.bfloat16); fn = lambda: a @ a"),
+    "quickstart MLP step, bs 64": (0, False, STEP.format(bs=64, model=MLP)),
+    "tutorial CNN step, bs 64": (0, False, STEP.format(bs=64, model=CNN)),
+    "tutorial CNN step, bs 512": (0, False, STEP.format(bs=512, model=CNN)),
     "H2D pageable 256 MiB (GB/s)": (64 * 2**20 * 4, False,
                                     "a = lib.ones(64 * 2**20); fn = lambda: a.to('cuda')"),
     "H2D pinned 256 MiB (GB/s)": (64 * 2**20 * 4, False,
@@ -58,6 +86,13 @@ for name, src in json.loads(sys.argv[1]).items():
             e.synchronize()
             times.append(s.elapsed_time(e) / 1e3 / 10)
         out[name] = statistics.median(times)
+        if "step" in name:  # cudaMalloc calls in 20 more steady-state steps (goal: 0)
+            key = "num_device_alloc" if lib.__name__ == "ember" else "segment.all.allocated"
+            before = lib.cuda.memory_stats().get(key, 0)
+            for _ in range(20):
+                fn()
+            lib.cuda.synchronize()
+            out[name + " [cudaMalloc in 20 steps]"] = lib.cuda.memory_stats().get(key, 0) - before
     except Exception as ex:  # an op without a CUDA kernel
         out[name] = "n/a: " + type(ex).__name__ + ": " + str(ex).splitlines()[0][:60]
 print(json.dumps(out))
@@ -103,6 +138,10 @@ def main():
         a, b = ours.get(k), theirs.get(k)
         ratio = f"{a / b:.2f}x" if isinstance(a, float) and isinstance(b, float) else "n/a"
         print(f"{k:<{w}}{fmt(k, a):>28}{fmt(k, b):>28}{ratio:>18}")
+        extra = k + " [cudaMalloc in 20 steps]"
+        if extra in ours or extra in theirs:
+            print(f"{'  cudaMalloc calls in 20 more steps':<{w}}{str(ours.get(extra, 'n/a')):>28}"
+                  f"{str(theirs.get(extra, 'n/a')):>28}")
 
 
 if __name__ == "__main__":
