@@ -550,3 +550,21 @@ def test_deterministic_accumulation():
         assert x.grad is not None
     finally:
         ember.use_deterministic_algorithms(False)
+
+
+@pytest.mark.skipif(DEV == "cpu", reason="mixes CPU and device tensors")
+def test_mixed_device_arguments():
+    """CPU targets with device log_probs are accepted by ctc_loss (as PyTorch); a CPU
+    attention mask with device q/k/v is an error naming both devices, never a host pointer
+    handed to a kernel."""
+    rng = seeded("mixed")
+    F = ember.nn.functional
+    lp = make((6, 2, 5), "float32", rng).log_softmax(2)
+    tg = ember.tensor([[1, 2], [3, 3]])
+    lens, tlens = ember.tensor([6, 5]), ember.tensor([2, 2])
+    expected = F.ctc_loss(lp, tg, lens, tlens)
+    actual = F.ctc_loss(lp.to(DEV), tg, lens, tlens)
+    assert_same(expected, actual, what="ctc_loss with CPU targets")
+    q = make((1, 1, 3, 4), "float32", rng).to(DEV)
+    with pytest.raises(RuntimeError, match="attn_mask to be on the same device"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones(3, 3, dtype=ember.bool))

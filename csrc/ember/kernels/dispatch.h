@@ -28,6 +28,24 @@ decltype(auto) dispatch_all(DType dtype, const char* op, F&& f) {
   }
 }
 
+/// Calls f(TypeTag<U>{}) with the unsigned integer type U of `size` bytes (1, 2, 4 or 8):
+/// for kernels that only move elements (gathers, scatters, copies); raises for other sizes.
+template <typename F>
+void dispatch_by_size(int64_t size, const char* op, F&& f) {
+  switch (size) {
+    case 1:
+      return f(TypeTag<uint8_t>{});
+    case 2:
+      return f(TypeTag<uint16_t>{});
+    case 4:
+      return f(TypeTag<uint32_t>{});
+    case 8:
+      return f(TypeTag<uint64_t>{});
+    default:
+      EMBER_ERROR(op, ": unsupported element size ", size);
+  }
+}
+
 /// Like dispatch_all for floating dtypes; raises naming the op otherwise.
 template <typename F>
 decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {

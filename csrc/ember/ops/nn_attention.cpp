@@ -51,6 +51,9 @@ void check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
               "should not be set when is_causal=True");
   EMBER_CHECK(q.device() == k.device() && q.device() == v.device(), kOp,
               ": expected query, key and value on the same device");
+  EMBER_CHECK(!mask.defined() || mask.device() == q.device(), kOp,
+              ": Expected attn_mask to be on the same device as query (", q.device().str(),
+              "), but got ", mask.device().str());
 }
 
 // Half or bfloat16 query, key and value (all three the same): computed in float.

@@ -337,7 +337,9 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   }
   autograd::RecordScope scope({&log_probs});
   Tensor lp = contiguous(lp3);
-  Tensor flat = reshape(tg, Shape{tg.numel()});
+  // targets may live on another device than log_probs (PyTorch takes CPU targets for CUDA
+  // log_probs); the kernels read them on lp's device
+  Tensor flat = to_device(reshape(tg, Shape{tg.numel()}), lp.device());
   Tensor off_t = int64_tensor(offsets, lp.device());
   Tensor in_t = int64_tensor(in_l, lp.device()), tg_t = int64_tensor(tg_l, lp.device());
   Tensor nll = empty(Shape{N}, lp.dtype(), lp.device());

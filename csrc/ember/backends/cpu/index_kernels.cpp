@@ -9,24 +9,8 @@ namespace ember::cpu {
 namespace {
 
 // Gathers and plain scatters only move bytes: dispatch on the element size.
-template <typename F>
-void dispatch_by_size(int64_t size, F&& f) {
-  switch (size) {
-    case 1:
-      return f(TypeTag<uint8_t>{});
-    case 2:
-      return f(TypeTag<uint16_t>{});
-    case 4:
-      return f(TypeTag<uint32_t>{});
-    case 8:
-      return f(TypeTag<uint64_t>{});
-    default:
-      EMBER_ERROR("indexing: unsupported element size ", size);
-  }
-}
-
 void gather_kernel(TensorIterator& it, int64_t stride) {
-  dispatch_by_size(it.tensor(0).element_size(), [&](auto tag) {
+  dispatch_by_size(it.tensor(0).element_size(), "indexing", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t step = stride * int64_t(sizeof(T));
     it.for_each([step](char** d, const int64_t* s, int64_t n) {
@@ -60,7 +44,7 @@ void gather_kernel(TensorIterator& it, int64_t stride) {
 
 void scatter_kernel(TensorIterator& it, int64_t stride, bool accumulate, Scalar alpha) {
   if (!accumulate) {
-    dispatch_by_size(it.tensor(0).element_size(), [&](auto tag) {
+    dispatch_by_size(it.tensor(0).element_size(), "indexing", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const int64_t step = stride * int64_t(sizeof(T));
       it.for_each([step](char** d, const int64_t* s, int64_t n) {

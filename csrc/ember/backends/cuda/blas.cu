@@ -17,13 +17,6 @@
 #include "ember/kernels/dispatch.h"
 #include "ember/kernels/stubs/linalg.h"
 
-#define EMBER_CUBLAS_CHECK(expr)                                                                  \
-  do {                                                                                            \
-    cublasStatus_t st_ = (expr);                                                                  \
-    EMBER_CHECK(st_ == CUBLAS_STATUS_SUCCESS, "cuBLAS error: ", cublasGetStatusString(st_), " (", \
-                #expr, ")");                                                                      \
-  } while (0)
-
 namespace ember::cuda {
 namespace {
 

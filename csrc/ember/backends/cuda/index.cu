@@ -47,22 +47,6 @@ using ull = unsigned long long;
 constexpr ull kNoBad = ~ull(0);
 
 // Gathers and plain scatters only move bytes: dispatch on the element size.
-template <typename F>
-void dispatch_by_size(int64_t size, F&& f) {
-  switch (size) {
-    case 1:
-      return f(TypeTag<uint8_t>{});
-    case 2:
-      return f(TypeTag<uint16_t>{});
-    case 4:
-      return f(TypeTag<uint32_t>{});
-    case 8:
-      return f(TypeTag<uint64_t>{});
-    default:
-      EMBER_ERROR("indexing: unsupported element size ", size);
-  }
-}
-
 // ---- atomics ----------------------------------------------------------------------------
 
 /// Atomically replaces *addr by f(*addr). 4- and 8-byte types CAS their own word; 1- and
@@ -204,7 +188,7 @@ struct ScatterAddBody {
 
 void gather_kernel(TensorIterator& it, int64_t stride) {
   if (it.numel() == 0) return;
-  dispatch_by_size(it.tensor(0).element_size(), [&](auto tag) {
+  dispatch_by_size(it.tensor(0).element_size(), "indexing", [&](auto tag) {
     using T = typename decltype(tag)::type;
     launch_iter<3>(it, GatherBody<T>{stride * int64_t(sizeof(T))});
   });
@@ -213,7 +197,7 @@ void gather_kernel(TensorIterator& it, int64_t stride) {
 void scatter_kernel(TensorIterator& it, int64_t stride, bool accumulate, Scalar alpha) {
   if (it.numel() == 0) return;
   if (!accumulate) {
-    dispatch_by_size(it.tensor(0).element_size(), [&](auto tag) {
+    dispatch_by_size(it.tensor(0).element_size(), "indexing", [&](auto tag) {
       using T = typename decltype(tag)::type;
       launch_iter<3>(it, ScatterBody<T>{stride * int64_t(sizeof(T))});
     });
@@ -496,7 +480,7 @@ void remap_kernel(const Tensor& out, const Tensor& in, const RemapTables& tables
     EMBER_CUDA_CHECK(cudaMemcpyAsync(const_cast<int64_t*>(tp), flat.data(),
                                      flat.size() * sizeof(int64_t), cudaMemcpyHostToDevice, s));
   }
-  dispatch_by_size(in.element_size(), [&](auto tag) {
+  dispatch_by_size(in.element_size(), "indexing", [&](auto tag) {
     using W = typename decltype(tag)::type;
     remap_kernel_dev<W><<<grid_for(n), kThreads, 0, s>>>(
         reinterpret_cast<W*>(out.data_ptr()), reinterpret_cast<const W*>(in.data_ptr()), tp, g, n);
@@ -679,8 +663,8 @@ void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, 
     scatter_reduce_kernel_dev<T><<<serial ? 1u : grid_for(n), serial ? 1 : kThreads, 0, s>>>(
         o, ix, reinterpret_cast<const T*>(src.data_ptr()), g, n, k, cnt);
     EMBER_CUDA_CHECK(cudaGetLastError());
-    if (cnt) {
-      const int64_t m = out.numel();
+    const int64_t m = out.numel();
+    if (cnt && m > 0) {  // out can be empty while every index is bad (a 0-size dim)
       scatter_mean_kernel<T><<<grid_for(m), kThreads, 0, s>>>(o, cnt, m, include_self ? 1 : 0);
       EMBER_CUDA_CHECK(cudaGetLastError());
     }

@@ -30,13 +30,6 @@
     EMBER_CHECK(st_ == CUSOLVER_STATUS_SUCCESS, "cuSOLVER error ", int(st_), " (", #expr, ")"); \
   } while (0)
 
-#define EMBER_LINALG_CUBLAS_CHECK(expr)                                                           \
-  do {                                                                                            \
-    cublasStatus_t st_ = (expr);                                                                  \
-    EMBER_CHECK(st_ == CUBLAS_STATUS_SUCCESS, "cuBLAS error: ", cublasGetStatusString(st_), " (", \
-                #expr, ")");                                                                      \
-  } while (0)
-
 namespace ember::cuda {
 namespace {
 
@@ -92,10 +85,10 @@ cublasHandle_t blas() {
   const int dev = checked_device();
   cublasHandle_t& h = handles[size_t(dev)];
   if (!h) {
-    EMBER_LINALG_CUBLAS_CHECK(cublasCreate(&h));
-    EMBER_LINALG_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    EMBER_CUBLAS_CHECK(cublasCreate(&h));
+    EMBER_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
   }
-  EMBER_LINALG_CUBLAS_CHECK(cublasSetStream(h, current_stream(dev)));
+  EMBER_CUBLAS_CHECK(cublasSetStream(h, current_stream(dev)));
   return h;
 }
 
@@ -207,8 +200,8 @@ void getrf_kernel(const Tensor& a, const Tensor& ipiv, const Tensor& info, int64
       for (int64_t b0 = 0; b0 < batch; b0 += kMaxBatch) {
         const int64_t nb = std::min(kMaxBatch, batch - b0);
         Tensor arr = pointer_array<T>(pa + b0 * n * n, n * n, nb, d);
-        EMBER_LINALG_CUBLAS_CHECK(L::getrf_batched(h, in, reinterpret_cast<T**>(arr.data_ptr()), in,
-                                                   pp + b0 * n, pi + b0, int(nb)));
+        EMBER_CUBLAS_CHECK(L::getrf_batched(h, in, reinterpret_cast<T**>(arr.data_ptr()), in,
+                                            pp + b0 * n, pi + b0, int(nb)));
       }
       return;
     }
@@ -240,7 +233,7 @@ void getrs_kernel(const Tensor& lu, const Tensor& ipiv, const Tensor& b, int64_t
         Tensor aa = pointer_array<T>(pa + b0 * n * n, n * n, nb, d);
         Tensor ba = pointer_array<T>(pb + b0 * n * nrhs, n * nrhs, nb, d);
         int host_info = 0;  // argument errors only
-        EMBER_LINALG_CUBLAS_CHECK(L::getrs_batched(
+        EMBER_CUBLAS_CHECK(L::getrs_batched(
             h, op, in, ik, reinterpret_cast<const T* const*>(aa.data_ptr()), in, pp + b0 * n,
             reinterpret_cast<T* const*>(ba.data_ptr()), in, &host_info, int(nb)));
         EMBER_CHECK(host_info == 0, "linalg.lu_solve (CUDA): getrsBatched argument ", -host_info,
@@ -275,7 +268,7 @@ void trtrs_kernel(const Tensor& a, const Tensor& b, int64_t batch, int64_t n, in
         const int64_t nb = std::min(kMaxBatch, batch - b0);
         Tensor aa = pointer_array<T>(pa + b0 * n * n, n * n, nb, d);
         Tensor ba = pointer_array<T>(pb + b0 * n * nrhs, n * nrhs, nb, d);
-        EMBER_LINALG_CUBLAS_CHECK(
+        EMBER_CUBLAS_CHECK(
             L::trsm_batched(h, CUBLAS_SIDE_LEFT, fill(upper), CUBLAS_OP_N, diag, in, ik, &one,
                             reinterpret_cast<const T* const*>(aa.data_ptr()), in,
                             reinterpret_cast<T* const*>(ba.data_ptr()), in, int(nb)));
@@ -283,8 +276,8 @@ void trtrs_kernel(const Tensor& a, const Tensor& b, int64_t batch, int64_t n, in
       return;
     }
     for (int64_t i = 0; i < batch; ++i)
-      EMBER_LINALG_CUBLAS_CHECK(L::trsm(h, CUBLAS_SIDE_LEFT, fill(upper), CUBLAS_OP_N, diag, in, ik,
-                                        &one, pa + i * n * n, in, pb + i * n * nrhs, in));
+      EMBER_CUBLAS_CHECK(L::trsm(h, CUBLAS_SIDE_LEFT, fill(upper), CUBLAS_OP_N, diag, in, ik, &one,
+                                 pa + i * n * n, in, pb + i * n * nrhs, in));
   });
 }
 
@@ -426,8 +419,9 @@ void gesdd_kernel(const Tensor& a, const Tensor& s_out, const Tensor& u, const T
       if (vectors) {
         // u (batch, ucols, m): the first ucols columns of U; vt (batch, n, vrows) holds
         // V^T column-major, i.e. vt[b, c, r] = V[c, r] = vfull[b, r, c].
-        copy_(u, narrow(ufull, 1, 0, ucols));
-        copy_(vt, transpose(narrow(vfull, 1, 0, vrows), 1, 2));
+        // (u and vt have the front-end's batch shape: viewed as (batch, ., .) here.)
+        copy_(reshape(u, Shape{batch, ucols, m}), narrow(ufull, 1, 0, ucols));
+        copy_(reshape(vt, Shape{batch, n, vrows}), transpose(narrow(vfull, 1, 0, vrows), 1, 2));
       }
     } else {
       // One matrix at a time: U straight into u (m x ucols, ld m, econ for 'S'); V (n x
@@ -445,7 +439,7 @@ void gesdd_kernel(const Tensor& a, const Tensor& s_out, const Tensor& u, const T
                                        pu ? pu + i * m * ucols : nullptr, im,
                                        pv ? pv + i * vrows * n : nullptr, in, ptr<T>(work), lwork,
                                        pi + i, params.p));
-      if (vectors) copy_(vt, transpose(vbuf, 1, 2));
+      if (vectors) copy_(reshape(vt, Shape{batch, n, vrows}), transpose(vbuf, 1, 2));
     }
     // Jacobi may stop short of convergence (info = min(m, n) + 1) on hard inputs where
     // LAPACK's gesdd succeeds; as PyTorch, those matrices are redone with gesvd. This reads

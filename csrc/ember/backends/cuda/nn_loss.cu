@@ -508,7 +508,8 @@ void ctc_backward_kernel(const Tensor& grad, const Tensor& lp, const Tensor& tar
   Tensor work, iwork;
   double* gbuf = nullptr;
   int* gidx = nullptr;
-  if (bytes > size_t(kSmemBytes)) {
+  // the kernel's static red[32] counts against the same 48 KiB as the dynamic bytes
+  if (bytes + 32 * sizeof(double) > size_t(kSmemBytes)) {
     work = empty(Shape{a.N * 2 * a.Smax}, DType::Float64, lp.device());
     iwork = empty(Shape{std::max<int64_t>(1, a.N * 2 * Lmax)}, DType::Int32, lp.device());
     gbuf = reinterpret_cast<double*>(work.data_ptr());

@@ -82,7 +82,12 @@ int64_t* cached_tables(const std::vector<int64_t>& buf, Device device) {
     cudaGetLastError();  // clear the error: the caller falls back to the caching allocator
     return nullptr;
   }
-  EMBER_CUDA_CHECK(cudaMemcpy(p, buf.data(), bytes, cudaMemcpyHostToDevice));
+  // A plain cudaMemcpy from pageable memory may return before its DMA lands (and runs on
+  // the legacy stream, which does not order ember's non-blocking streams): copy on the
+  // current stream and wait, so kernels on any stream read the finished tables.
+  cudaStream_t stream = current_stream();
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(p, buf.data(), bytes, cudaMemcpyHostToDevice, stream));
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
   cache.emplace(std::move(key), static_cast<int64_t*>(p));
   return static_cast<int64_t*>(p);
 }

@@ -204,8 +204,10 @@ struct ScanRowOp {
   __device__ __forceinline__ int64_t at(int64_t r, int64_t j) const {
     return I == 1 ? r * L + j : (r / I) * L * I + r % I + j * I;
   }
+  // Combined with the identity first, as the CPU's serial loop starts from 0 (1): a sum
+  // never gives -0.0 there (0.0 + -0.0 == 0.0), so neither may the parallel scan.
   __device__ __forceinline__ acc_t load(int64_t r, int64_t j) const {
-    return acc_t(opmath_t<T>(p[at(r, j)]));
+    return scan_combine<acc_t, Prod>(acc_t(Prod ? 1 : 0), acc_t(opmath_t<T>(p[at(r, j)])));
   }
   __device__ __forceinline__ acc_t combine(acc_t a, acc_t b) const {
     return scan_combine<acc_t, Prod>(a, b);
