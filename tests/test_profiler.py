@@ -254,3 +254,56 @@ def test_events_before_results_raise():
     with pytest.raises(AssertionError, match="no results"):
         p.events()
     np.testing.assert_array_equal((ember.ones(2) + 1).numpy(), [2, 2])
+
+
+def test_device_ranges_become_kernels_device_time_and_flows(tmp_path):
+    """Note [Profiler device ranges]: the CUDA backend's timed ranges (correlation, device,
+    stream, start_ns, end_ns) attach to the op scope with that correlation as its device
+    time (self and every enclosing scope's total) and appear in the Chrome trace as kernels
+    on a GPU process / stream thread, with an ac2g flow from the launching op. Synthetic
+    ranges: this part needs no GPU."""
+    from ember.profiler import _build_events, _chrome_trace
+    # C++ records: (name, kind, tid, start, end, corr, parent, depth, shapes, dtypes,
+    #               self_alloc, self_free, mem_bytes, total)
+    raw = [("step", 1, 7, 0, 10_000, 1, -1, 0, [], [], 0, 0, 0, 0),
+           ("add", 0, 7, 1_000, 2_000, 2, 1, 1, [], [], 0, 0, 0, 0),
+           ("mul", 0, 7, 3_000, 4_000, 3, 1, 1, [], [], 0, 0, 0, 0)]
+    kernels = [(2, 0, 0, 5_000, 7_000), (3, 0, 0x55, 8_000, 8_500), (99, 0, 0, 0, 1)]
+    events, memory = _build_events(raw, False, kernels)
+    by = {e.name: e for e in events}
+    assert by["add"].self_device_time_total == pytest.approx(2.0)
+    assert by["mul"].device_time_total == pytest.approx(0.5)
+    assert by["step"].self_device_time_total == 0
+    assert by["step"].device_time_total == pytest.approx(2.5)
+    trace = _chrome_trace(events, memory, 1234)["traceEvents"]
+    ks = [t for t in trace if t.get("cat") == "kernel"]
+    assert sorted((k["name"], k["ts"], k["dur"]) for k in ks) == [("add", 5.0, 2.0),
+                                                                 ("mul", 8.0, 0.5)]
+    assert len({k["tid"] for k in ks}) == 2 and all(k["pid"] != 1234 for k in ks)
+    starts = [t for t in trace if t.get("ph") == "s"]
+    ends = [t for t in trace if t.get("ph") == "f"]
+    assert {t["id"] for t in starts} == {t["id"] for t in ends} == {2, 3}
+    assert all(t["pid"] == 1234 for t in starts)
+    names = {t["args"]["name"] for t in trace if t.get("ph") == "M"}
+    assert "GPU 0" in names and "stream 0x55" in names
+    path = tmp_path / "t.json"
+    with open(path, "w") as f:
+        json.dump(_chrome_trace(events, memory, 1234), f)
+    assert json.load(open(path))["traceEvents"]
+
+
+@pytest.mark.skipif(not ember.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_activity_times_kernels(tmp_path):
+    x = ember.randn(512, 512, device="cuda")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            y = (x @ x).relu().sum()
+        ember.cuda.synchronize()
+    assert y.device.type == "cuda"
+    ev = [e for e in prof.events() if e.name == "matmul"]
+    assert ev and all(e.self_device_time_total > 0 for e in ev)
+    assert "Self CUDA" in prof.key_averages().table(sort_by="cuda_time_total")
+    prof.export_chrome_trace(str(tmp_path / "cuda.json"))
+    trace = json.load(open(tmp_path / "cuda.json"))["traceEvents"]
+    assert any(t.get("cat") == "kernel" for t in trace)
+    assert any(t.get("ph") == "f" for t in trace)

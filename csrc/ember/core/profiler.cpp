@@ -124,7 +124,13 @@ std::vector<Event> drain() { return collect(false); }
 bool record_shapes() { return global().cfg.record_shapes; }
 bool profile_memory() { return global().cfg.profile_memory; }
 
-void RecordScope::begin(const char* name, EventKind kind) {
+namespace {
+DeviceHooks g_device_hooks;
+}  // namespace
+
+void set_device_hooks(const DeviceHooks& hooks) { g_device_hooks = hooks; }
+
+void RecordScope::begin(const char* name, EventKind kind, bool on_device) {
   ThreadState& st = fresh_tstate();
   Event e;
   e.name = name;
@@ -137,12 +143,17 @@ void RecordScope::begin(const char* name, EventKind kind) {
   depth_ = st.open.size();
   gen_ = st.generation;
   active_ = true;
+  if (on_device && global().cfg.device && g_device_hooks.begin) {
+    device_range_ = st.open.back().correlation;
+    g_device_hooks.begin(device_range_);
+  }
   st.open.back().start_ns = now_ns();
 }
 
 void RecordScope::end() {
   int64_t t = now_ns();
   active_ = false;
+  if (device_range_) g_device_hooks.end(device_range_);
   ThreadState& st = tstate();
   // A scope that outlived its profiling session (or whose stack was reset) is dropped.
   if (gen_ != st.generation || st.generation != g_generation.load(std::memory_order_acquire) ||

@@ -47,7 +47,21 @@ struct Event {
 struct Config {
   bool record_shapes = false;
   bool profile_memory = false;
+  bool device = false;  // ProfilerActivity.CUDA: time CUDA kernel dispatches on their streams
 };
+
+// Note [Profiler device ranges]
+// With ProfilerActivity.CUDA, each kernel dispatch on a CUDA tensor (BoundKernel, whose
+// stub knows the device) also brackets its launches with a pair of CUDA events on the
+// current stream. The CUDA backend owns the events (core links no CUDA): it installs
+// these hooks when _C_cuda loads, and ember.profiler collects the timed ranges from it
+// (_C_cuda._profiler_gpu_collect), keyed by the scope's correlation id, to give each op
+// its device time and the trace its kernels and launch-to-kernel flow arrows.
+struct DeviceHooks {
+  void (*begin)(int64_t correlation) = nullptr;
+  void (*end)(int64_t correlation) = nullptr;
+};
+void set_device_hooks(const DeviceHooks& hooks);
 
 /// Starts collecting (raises RuntimeError if already collecting).
 void start(const Config& cfg);
@@ -62,11 +76,11 @@ int64_t now_ns();
 
 class RecordScope {
  public:
-  explicit RecordScope(const char* name, EventKind kind = EventKind::Op) {
-    if (enabled()) begin(name, kind);
+  explicit RecordScope(const char* name, EventKind kind = EventKind::Op, bool on_device = false) {
+    if (enabled()) begin(name, kind, on_device);
   }
   RecordScope(const std::string& name, EventKind kind) {
-    if (enabled()) begin(name.c_str(), kind);
+    if (enabled()) begin(name.c_str(), kind, false);
   }
   ~RecordScope() {
     if (active_) end();
@@ -81,11 +95,12 @@ class RecordScope {
   void add_input(const T&) {}
 
  private:
-  void begin(const char* name, EventKind kind);
+  void begin(const char* name, EventKind kind, bool on_device);
   void end();
   bool active_ = false;
-  size_t depth_ = 0;  // 1 + index of this scope on its thread's open-scope stack
-  uint64_t gen_ = 0;  // the profiling session it was opened in
+  int64_t device_range_ = 0;  // the correlation of the device range it opened, 0 for none
+  size_t depth_ = 0;          // 1 + index of this scope on its thread's open-scope stack
+  uint64_t gen_ = 0;          // the profiling session it was opened in
 };
 
 /// Opens/closes a scope by hand (ember.profiler.record_function): enter returns a

@@ -87,10 +87,11 @@ struct BoundKernel<R (*)(A...)> {
   using FnPtr = R (*)(A...);
   FnPtr fn;
   const char* name;
+  bool on_device = false;  // a CUDA kernel: timed on its stream under ProfilerActivity.CUDA
   template <typename... U>
   R operator()(U&&... u) const {
     if (!profiler::enabled()) return fn(std::forward<U>(u)...);
-    profiler::RecordScope scope(name);
+    profiler::RecordScope scope(name, profiler::EventKind::Op, on_device);
     if (scope.wants_shapes()) (scope.add_input(u), ...);
     return fn(std::forward<U>(u)...);
   }
@@ -105,7 +106,7 @@ struct DispatchStub {
   BoundKernel<Fn> get(Device d) const {
     Fn f = fns[int(d.type)];
     EMBER_CHECK(f, '"', name, "\" not implemented for '", d.is_cpu() ? "CPU" : "CUDA", "'");
-    return BoundKernel<Fn>{f, name};
+    return BoundKernel<Fn>{f, name, !d.is_cpu()};
   }
 };
 

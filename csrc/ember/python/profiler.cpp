@@ -23,13 +23,15 @@ py::list events_to_python(std::vector<profiler::Event> evs) {
 void init_profiler(py::module_& m) {
   m.def(
       "_profiler_start",
-      [](bool record_shapes, bool profile_memory) {
+      [](bool record_shapes, bool profile_memory, bool device) {
         profiler::Config c;
         c.record_shapes = record_shapes;
         c.profile_memory = profile_memory;
+        c.device = device;
         profiler::start(c);
       },
-      py::arg("record_shapes") = false, py::arg("profile_memory") = false);
+      py::arg("record_shapes") = false, py::arg("profile_memory") = false,
+      py::arg("device") = false);
   m.def("_profiler_stop", [] { return events_to_python(profiler::stop()); });
   m.def("_profiler_drain", [] { return events_to_python(profiler::drain()); });
   m.def("_profiler_enabled", [] { return profiler::enabled(); });

@@ -3,8 +3,11 @@
 Every kernel dispatch, every autograd node the engine runs and every
 ``record_function`` scope is recorded in C++ (core/profiler.h, Note [Profiler
 recording]) while a ``profile`` is collecting; this module turns the events into
-``key_averages()`` tables and Chrome traces. Without a GPU only CPU activity
-exists: asking for ``ProfilerActivity.CUDA`` warns and records the CPU side.
+``key_averages()`` tables and Chrome traces. With ``ProfilerActivity.CUDA`` each CUDA
+kernel dispatch is also timed on its stream with CUDA events (Note [Profiler device
+ranges]): its device time, and in the trace its kernels on per-stream tracks with flow
+arrows from the launching op. Without a GPU only CPU activity exists: asking for
+``ProfilerActivity.CUDA`` warns and records the CPU side.
 """
 from __future__ import annotations
 
@@ -153,6 +156,7 @@ class FunctionEvent:
         self.device_time_total = 0.0
         self.self_device_memory_usage = 0
         self.device_memory_usage = 0
+        self.kernels = []  # _Kernel: the op's timed CUDA ranges (ProfilerActivity.CUDA)
 
     @property
     def cpu_time_total(self):
@@ -368,8 +372,11 @@ def _build_table(events, sort_by, row_limit, header, max_name_column_width,
     return "\n".join(out) + "\n"
 
 
-def _build_events(raw, profile_memory):
-    """FunctionEvents (ops, scopes, backward nodes) and the trace events from the C++ records."""
+def _build_events(raw, profile_memory, kernels=()):
+    """FunctionEvents (ops, scopes, backward nodes) and the trace events from the C++ records.
+    `kernels` are the CUDA backend's timed ranges (correlation, device, stream, start_ns,
+    end_ns): each becomes a kernel of the op with that correlation, whose device time it is
+    (self), and part of every enclosing scope's device time."""
     events, by_id, memory = [], {}, []
     for (name, kind, tid, start, end, corr, parent, _depth, shapes, dtypes, salloc, sfree,
          mbytes, total) in raw:
@@ -385,6 +392,16 @@ def _build_events(raw, profile_memory):
         if p is not None:
             ev.cpu_parent = p
             p.cpu_children.append(ev)
+    for corr, dev, stream, start, end in kernels:
+        ev = by_id.get(corr)
+        if ev is None:
+            continue
+        dur = max(end - start, 0) / 1e3
+        ev.kernels.append(_Kernel(ev.name, dev, stream, start / 1e3, dur))
+        ev.self_device_time_total += dur
+        ev.device_time_total += dur
+        for a in _ancestors(ev):
+            a.device_time_total += dur
     # Inclusive memory: self plus the children's, innermost first.
     for ev in sorted(events, key=lambda e: -len(_ancestors(e))):
         ev.cpu_memory_usage += ev.self_cpu_memory_usage
@@ -394,12 +411,23 @@ def _build_events(raw, profile_memory):
     return events, memory
 
 
+class _Kernel:
+    """One timed CUDA range of an op: its kernels on one stream, in host-clock microseconds."""
+
+    def __init__(self, name, device, stream, start_us, dur_us):
+        self.name, self.device, self.stream = name, device, stream
+        self.time_range_start, self.duration = start_us, dur_us
+
+
 def _ancestors(ev):
     out, p = [], ev.cpu_parent
     while p is not None:
         out.append(p)
         p = p.cpu_parent
     return out
+
+
+_GPU_PID_BASE = 1 << 24  # trace process ids of the GPUs (never a real pid)
 
 
 def _chrome_trace(events, memory, pid):
@@ -418,6 +446,27 @@ def _chrome_trace(events, memory, pid):
                       "args": {"Total Reserved": 0, "Total Allocated": total, "Bytes": nbytes,
                                "Device Type": 0 if dev == "cpu" else 1,
                                "Device Id": -1 if dev == "cpu" else 0}})
+    # CUDA kernels on their streams (one process per device, one thread per stream), each
+    # with a flow arrow from the op that launched it (PyTorch's "ac2g" flows).
+    streams = {}
+    for ev in events:
+        for k in ev.kernels:
+            gpid = _GPU_PID_BASE + k.device
+            stid = streams.setdefault((k.device, k.stream), len(streams) + 1)
+            trace.append({"ph": "X", "cat": "kernel", "name": k.name, "pid": gpid, "tid": stid,
+                          "ts": k.time_range_start, "dur": k.duration,
+                          "args": {"External id": ev.id, "device": k.device,
+                                   "stream": k.stream, "correlation": ev.id}})
+            trace.append({"ph": "s", "id": ev.id, "pid": pid, "tid": ev.thread,
+                          "ts": ev.time_range_start, "cat": "ac2g", "name": "ac2g"})
+            trace.append({"ph": "f", "id": ev.id, "pid": gpid, "tid": stid,
+                          "ts": k.time_range_start, "cat": "ac2g", "name": "ac2g", "bp": "e"})
+    for (dev, stream), stid in streams.items():
+        trace.append({"ph": "M", "name": "thread_name", "pid": _GPU_PID_BASE + dev, "tid": stid,
+                      "args": {"name": f"stream {stream:#x}" if stream else "stream 0 (default)"}})
+    for dev in sorted({d for d, _ in streams}):
+        trace.append({"ph": "M", "name": "process_name", "pid": _GPU_PID_BASE + dev, "tid": 0,
+                      "args": {"name": f"GPU {dev}"}})
     for tid in sorted({ev.thread for ev in events}):
         trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                       "args": {"name": f"thread {tid}"}})
@@ -492,9 +541,19 @@ class profile:
         self._started = False
 
     # -- collection
+    def _gpu(self):
+        """The CUDA backend when CUDA activity is profiled (Note [Profiler device ranges])."""
+        if ProfilerActivity.CUDA not in self.activities:
+            return None
+        from .. import cuda
+        return cuda._backend
+
     def _start_collect(self):
         if not self._collecting:
-            _C._profiler_start(self.record_shapes, self.profile_memory)
+            gpu = self._gpu()
+            if gpu is not None:
+                gpu._profiler_gpu_start()
+            _C._profiler_start(self.record_shapes, self.profile_memory, gpu is not None)
             self._collecting = True
 
     def _stop_collect(self, keep):
@@ -502,9 +561,11 @@ class profile:
             return
         self._close_step()
         raw = _C._profiler_stop()
+        gpu = self._gpu()
+        kernels = gpu._profiler_gpu_collect() if gpu is not None else []
         self._collecting = False
         if keep:
-            evs, mem = _build_events(raw, self.profile_memory)
+            evs, mem = _build_events(raw, self.profile_memory, kernels)
             if self.acc_events and self._events is not None:
                 evs = list(self._events) + evs
                 mem = self._memory + mem
@@ -532,6 +593,8 @@ class profile:
         elif prev == A.WARMUP and cur in (A.RECORD, A.RECORD_AND_SAVE):
             self._close_step()
             _C._profiler_drain()  # the warm-up steps are discarded
+            if self._gpu() is not None:
+                self._gpu()._profiler_gpu_collect()
         elif prev == A.WARMUP and cur == A.NONE:
             self._stop_collect(keep=False)
         if cur in recording:

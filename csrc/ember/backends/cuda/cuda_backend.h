@@ -62,6 +62,19 @@ struct TraceEntry {
 std::vector<SegmentInfo> segments();
 std::vector<TraceEntry> trace();
 
+/// ProfilerActivity.CUDA (profiler_ranges.cpp, Note [Profiler device ranges]): the hooks
+/// core's RecordScope calls, the start of a collection (one base event per device), and
+/// the timed ranges collected so far, in the host clock of profiler::now_ns.
+struct GpuRange {
+  int64_t correlation;
+  int device;
+  uintptr_t stream;
+  int64_t start_ns, end_ns;
+};
+void install_profiler_hooks();
+void profiler_gpu_start();
+std::vector<GpuRange> profiler_gpu_collect();
+
 /// True when `ptr` lies in memory from cudaHostAlloc / cudaHostRegister.
 bool is_pinned_ptr(const void* ptr);
 

@@ -53,6 +53,15 @@ PYBIND11_MODULE(_C_cuda, m) {
   });
 
   m.def("device_count", &cuda::device_count);
+  // ProfilerActivity.CUDA: kernel dispatches timed with events (profiler_ranges.cpp).
+  cuda::install_profiler_hooks();
+  m.def("_profiler_gpu_start", &cuda::profiler_gpu_start);
+  m.def("_profiler_gpu_collect", [] {
+    py::list out;
+    for (const cuda::GpuRange& g : cuda::profiler_gpu_collect())
+      out.append(py::make_tuple(g.correlation, g.device, g.stream, g.start_ns, g.end_ns));
+    return out;
+  });
   // ember.backends.cudnn.version(): the loaded cuDNN (0: none; conv.cu loads it on demand).
   m.def("_cudnn_version", [] { return ember::cuda::cudnn_version(); });
   m.def("current_device", [] { return cuda::current_device(); });
