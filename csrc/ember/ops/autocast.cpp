@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "ember/autograd/grad_mode.h"
 #include "ember/autograd/node.h"
 #include "ember/core/error.h"
 #include "ember/core/half.h"
@@ -241,6 +242,32 @@ void check_scalar_f32(const Tensor& t, const char* op, const char* what) {
               dtype_name(t.dtype()));
 }
 
+// _amp_update_scale_ on a device, without a sync (as PyTorch's one-thread kernel): the CPU
+// path's decisions as elementwise selections on the device scalars. The products are formed
+// in double and rounded to float, as the CPU's float(s * factor).
+void update_scale_on_device(const Tensor& scale, const Tensor& growth_tracker,
+                            const Tensor& found_inf, double growth_factor, double backoff_factor,
+                            int64_t growth_interval) {
+  autograd::GradModeGuard no_grad(false);
+  using B = BinaryOp;
+  const Shape shape = scale.sizes();
+  Tensor s64 = to_dtype(scale, DType::Float64);
+  Tensor found = binary(B::ne, reshape(found_inf, shape), wrap_scalar(Scalar(0.0)));
+  Tensor successful =
+      binary(B::add, reshape(growth_tracker, shape), wrap_scalar(Scalar(int64_t(1))));
+  Tensor grow = binary(B::logical_and, unary(UnaryOp::logical_not, found),
+                       binary(B::eq, successful, wrap_scalar(Scalar(growth_interval))));
+  Tensor grown = to_dtype(binary(B::mul, s64, wrap_scalar(Scalar(growth_factor))), DType::Float32);
+  Tensor backed =
+      to_dtype(binary(B::mul, s64, wrap_scalar(Scalar(backoff_factor))), DType::Float32);
+  Tensor grown_ok = binary(B::logical_and, grow, unary(UnaryOp::isfinite, grown));  // never inf
+  Tensor new_scale = where(found, backed, where(grown_ok, grown, scale));
+  Tensor new_tracker =
+      where(binary(B::logical_or, found, grow), wrap_scalar(Scalar(int64_t(0))), successful);
+  copy_(scale, new_scale);
+  copy_(growth_tracker, reshape(to_dtype(new_tracker, DType::Int32), growth_tracker.sizes()));
+}
+
 }  // namespace
 
 void amp_foreach_non_finite_check_and_unscale_(const std::vector<Tensor>& grads,
@@ -271,13 +298,20 @@ void amp_foreach_non_finite_check_and_unscale_(const std::vector<Tensor>& grads,
     } else {
       // Strided (or device) grads: the same two steps through the elementwise ops.
       Tensor nonfinite = unary(UnaryOp::logical_not, all(unary(UnaryOp::isfinite, g)));
-      if (g.device().is_cpu()) {
+      if (g.device().is_cpu()) {  // g, and so nonfinite, on the CPU: a host read is fine
         bad |= *nonfinite.data<bool>();
+        binary_(BinaryOp::mul, g, to_dtype(inv_scale, g.dtype()));
       } else {
+        // On a device: no sync. The flag stays on the device, and the product is the CPU
+        // contiguous path's: float(v) * inv rounded to T for the 16-bit floats (opmath, as
+        // PyTorch's kernel), in T itself for float32 and float64.
         Tensor f = to_dtype(nonfinite, DType::Float32);
         found_dev = found_dev.defined() ? binary(BinaryOp::maximum, found_dev, f) : f;
+        if (g.dtype() == DType::Float32 || g.dtype() == DType::Float64)
+          binary_(BinaryOp::mul, g, to_dtype(inv_scale, g.dtype()));
+        else
+          copy_(g, binary(BinaryOp::mul, to_dtype(g, DType::Float32), inv_scale));
       }
-      binary_(BinaryOp::mul, g, to_dtype(inv_scale, g.dtype()));
     }
   }
   if (cpu_scalars) {
@@ -299,10 +333,15 @@ Tensor& amp_update_scale_(Tensor& scale, const Tensor& growth_tracker, const Ten
                   growth_tracker.dtype() == DType::Int32,
               op, ": growth_tracker must be a one-element int32 tensor");
   EMBER_CHECK(growth_interval > 0, op, ": growth_interval must be positive, got ", growth_interval);
-  EMBER_CHECK(
-      scale.device().is_cpu() && growth_tracker.device().is_cpu() && found_inf.device().is_cpu(),
-      op, ": only CPU tensors are supported by this build's kernel, got scale on ",
-      scale.device().str());
+  EMBER_CHECK(growth_tracker.device() == scale.device() && found_inf.device() == scale.device(), op,
+              ": scale, growth_tracker and found_inf must be on one device, got ",
+              scale.device().str(), ", ", growth_tracker.device().str(), " and ",
+              found_inf.device().str());
+  if (!scale.device().is_cpu()) {
+    update_scale_on_device(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
+                           growth_interval);
+    return scale;
+  }
   float& s = *scale.data<float>();
   int32_t& tracker = *growth_tracker.data<int32_t>();
   if (*found_inf.data<float>() != 0.f) {

@@ -268,7 +268,9 @@ static void binary_checks(BinaryOp op, const Tensor& a, const Tensor& b, DType c
   }
   if (op == BinaryOp::pow && is_integral(common, false) && b.impl()->wrapped_number &&
       !is_floating(b.dtype()))
-    EMBER_CHECK(*b.data<int64_t>() >= 0 || b.dtype() != DType::Int64,
+    // A wrapped number lives on the CPU unless made with a device (normal's mean): read it
+    // through to_device, a no-op on the CPU.
+    EMBER_CHECK(b.dtype() != DType::Int64 || *to_device(b, Device()).data<int64_t>() >= 0,
                 "Integers to negative integer powers are not allowed.");
   (void)a;
 }

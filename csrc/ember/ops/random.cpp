@@ -10,10 +10,22 @@
 #include <random>
 #include <vector>
 
+#include "ember/autograd/grad_mode.h"
 #include "ember/ops/ops.h"
+#include "ember/ops/reduce.h"
 #include "ember/ops/view.h"
 
 namespace ember {
+
+namespace {
+
+/// all(mask) read on the host: one reduction on mask's device and a one-byte copy.
+bool all_on_host(const Tensor& mask) {
+  autograd::GradModeGuard no_grad(false);
+  return *to_device(all(mask), Device()).data<bool>();
+}
+
+}  // namespace
 
 DispatchStub<RandomKernel> random_stubs[int(Dist::Count)] = {
     DispatchStub<RandomKernel>("uniform_"), DispatchStub<RandomKernel>("normal_"),
@@ -281,7 +293,11 @@ const Tensor& bernoulli_(const Tensor& self, const Tensor& p, const Generator& g
     self.bump_version();
     return self;
   }
-  {
+  // Off the CPU, one on-device check and a one-byte read (a sync): the whole of p travels
+  // to the host only to name the first bad element in the error.
+  if (pe.device().is_cpu() ||
+      !all_on_host(binary(BinaryOp::logical_and, binary(BinaryOp::ge, pe, wrap_scalar(Scalar(0.0))),
+                          binary(BinaryOp::le, pe, wrap_scalar(Scalar(1.0)))))) {
     Tensor pc = to_device(pe, Device());
     const double* pp = pc.data<double>();
     for (int64_t i = 0; i < pc.numel(); ++i)
@@ -362,7 +378,9 @@ Tensor normal(const Tensor& mean, const Tensor& std, const Generator& gen) {
   DType dt = mean_is_scalar ? std.dtype() : mean.dtype();
   EMBER_CHECK(is_floating(dt), "normal expects floating point ", mean_is_scalar ? "std" : "mean",
               ", but got a ", dtype_name(dt), " tensor");
-  {
+  // As bernoulli_: off the CPU the elements reach the host only for the error message.
+  if (std.device().is_cpu() || std.numel() == 0 ||
+      !all_on_host(binary(BinaryOp::ge, std, wrap_scalar(Scalar(0.0))))) {
     Tensor s = to_device(contiguous(to_dtype(std, DType::Float64)), Device());
     const double* sp = s.data<double>();
     for (int64_t i = 0; i < s.numel(); ++i)

@@ -56,7 +56,8 @@ py::tuple rnn_full(RnnMode mode, const char* op, py::args a) {
   std::vector<Tensor> r;
   if (packed) {
     std::vector<int64_t> bs;
-    Tensor b = contiguous(to_dtype(*maybe_bs, DType::Int64));
+    // batch_sizes lives on the CPU (as PyTorch's); one on a device is read through a copy.
+    Tensor b = contiguous(to_dtype(to_device(*maybe_bs, Device()), DType::Int64));
     for (int64_t i = 0; i < b.numel(); ++i) bs.push_back(b.data<int64_t>()[i]);
     r = rnn_forward(mode, input, bs, h, c, params, has_biases, num_layers, dropout, train,
                     bidirectional);

@@ -69,7 +69,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             if rows:
                 jac = _C.stack([r[j] for r in rows]).reshape(tuple(o.shape) + tuple(i.shape))
             else:
-                jac = _C.zeros(tuple(o.shape) + tuple(i.shape), dtype=i.dtype)
+                jac = _C.zeros(tuple(o.shape) + tuple(i.shape), dtype=i.dtype, device=i.device)
             per_in.append(jac)
         result.append(tuple(per_in) if in_tuple else per_in[0])
     return tuple(result) if out_tuple else result[0]

@@ -29,7 +29,7 @@ def _differentiable_outputs(outs):
 
 
 def _flat_numpy(t):
-    return t.detach().to(_C.float64).contiguous().numpy().reshape(-1).copy()
+    return t.detach().to(_C.float64).contiguous().cpu().numpy().reshape(-1).copy()
 
 
 def _numerical_jacobian(fn, inputs, idx, eps):
@@ -68,7 +68,7 @@ def _analytical_rows(outputs, inputs, idx_list, nondet_tol):
     for o in outputs:
         per_input = [np.zeros((o.numel(), inputs[i].numel())) for i in idx_list]
         for k in range(o.numel()):
-            g = _C.zeros(o.numel(), dtype=o.dtype).view(o.shape) if o.numel() else None
+            g = _C.zeros(o.numel(), dtype=o.dtype, device=o.device).view(o.shape) if o.numel() else None
             gv = g.view(-1)
             gv[k] = 1.0
             grads = _grad(o, [inputs[i] for i in idx_list], g, retain_graph=True, allow_unused=True)
@@ -155,7 +155,7 @@ def _fast_check(func, inputs, outputs, tensor_idx, eps, atol, rtol):
         return a
 
     us = [rand_like(o) for o in outputs]
-    u_tensors = [_C.from_numpy(u.reshape(tuple(o.shape))).to(o.dtype) for u, o in zip(us, outputs)]
+    u_tensors = [_C.from_numpy(u.reshape(tuple(o.shape))).to(device=o.device, dtype=o.dtype) for u, o in zip(us, outputs)]
     grads = _grad(outputs, [inputs[i] for i in tensor_idx], u_tensors, retain_graph=True,
                   allow_unused=True)
     for slot, i in enumerate(tensor_idx):
@@ -164,7 +164,7 @@ def _fast_check(func, inputs, outputs, tensor_idx, eps, atol, rtol):
         analytical = 0.0 if grads[slot] is None else float(_flat_numpy(grads[slot]) @ v)
         data = x.data
         orig = data.detach().clone()
-        step = _C.from_numpy(v.reshape(tuple(x.shape))).to(x.dtype)
+        step = _C.from_numpy(v.reshape(tuple(x.shape))).to(device=x.device, dtype=x.dtype)
         with _no_grad():
             data.copy_(orig - eps * step)
             lo = [_flat_numpy(o) for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
@@ -199,7 +199,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     if grad_outputs is None:
         rng = np.random.default_rng(0)
         grad_outputs = tuple(
-            _C.from_numpy(rng.standard_normal(tuple(o.shape)).astype(np.float64)).to(o.dtype).requires_grad_()
+            _C.from_numpy(rng.standard_normal(tuple(o.shape)).astype(np.float64)).to(device=o.device, dtype=o.dtype).requires_grad_()
             for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)

@@ -79,7 +79,7 @@ def _png_bytes(arr):
 
 def to_uint8_hwc(grid):
     """A C×H×W float image in [0, 1] as an H×W×C uint8 array (rounded, clamped)."""
-    return grid.detach().mul(255).add(0.5).clamp(0, 255).permute(1, 2, 0).to(ember.uint8).contiguous().numpy()
+    return grid.detach().mul(255).add(0.5).clamp(0, 255).permute(1, 2, 0).to(ember.uint8).contiguous().cpu().numpy()
 
 
 def save_image(tensor, fp, format=None, **kwargs):

@@ -201,10 +201,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         v = ember.cat([v, bias_v.expand(1, bsz, embed_dim)])
         if attn_mask is not None:
             attn_mask = ember.cat([attn_mask, ember.zeros((attn_mask.shape[0], tgt_len, 1),
-                                                          dtype=attn_mask.dtype)], dim=-1)
+                                                          dtype=attn_mask.dtype,
+                                                          device=attn_mask.device)], dim=-1)
         if key_padding_mask is not None:
             key_padding_mask = ember.cat([key_padding_mask, ember.zeros(
-                (bsz, 1), dtype=key_padding_mask.dtype)], dim=-1)
+                (bsz, 1), dtype=key_padding_mask.dtype, device=key_padding_mask.device)], dim=-1)
     # (L, N, E) -> (N, H, L, hd)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
     k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
@@ -215,10 +216,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         v = ember.cat([v, ember.zeros(zshape, dtype=v.dtype, device=v.device)], dim=1)
         if attn_mask is not None:
             attn_mask = ember.cat([attn_mask, ember.zeros(
-                (attn_mask.shape[0], tgt_len, 1), dtype=attn_mask.dtype)], dim=-1)
+                (attn_mask.shape[0], tgt_len, 1), dtype=attn_mask.dtype, device=attn_mask.device)], dim=-1)
         if key_padding_mask is not None:
             key_padding_mask = ember.cat([key_padding_mask, ember.zeros(
-                (bsz, 1), dtype=key_padding_mask.dtype)], dim=-1)
+                (bsz, 1), dtype=key_padding_mask.dtype, device=key_padding_mask.device)], dim=-1)
     src_len = k.shape[1]
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):

@@ -117,7 +117,7 @@ def to_pil_image(pic, mode=None):
             t = t.unsqueeze(0)
         if t.is_floating_point():
             t = t.mul(255).to(ember.uint8)
-        arr = t.permute(1, 2, 0).contiguous().numpy()
+        arr = t.permute(1, 2, 0).contiguous().cpu().numpy()
     else:
         arr = np.asarray(pic)
         if arr.ndim == 2:
@@ -295,14 +295,15 @@ def pad(img, padding, fill=0, padding_mode="constant"):
         left, top, right, bottom = (max(p, 0) for p in (left, top, right, bottom))
         h, w = img.shape[-2], img.shape[-1]
     if padding_mode == "constant":
-        out = ember.full((*img.shape[:-2], h + top + bottom, w + left + right), fill, dtype=img.dtype)
+        out = ember.full((*img.shape[:-2], h + top + bottom, w + left + right), fill, dtype=img.dtype,
+                         device=img.device)
         out[..., top:top + h, left:left + w] = img
         return out
     if padding_mode == "reflect" and (max(left, right) >= w or max(top, bottom) >= h):
         raise ValueError(f"reflect padding of ({left}, {top}, {right}, {bottom}) must be smaller "
                          f"than the image size {h}x{w}")
-    rows = ember.from_numpy(_pad_index(h, top, bottom, padding_mode).astype(np.int64))
-    cols = ember.from_numpy(_pad_index(w, left, right, padding_mode).astype(np.int64))
+    rows = ember.from_numpy(_pad_index(h, top, bottom, padding_mode).astype(np.int64)).to(img.device)
+    cols = ember.from_numpy(_pad_index(w, left, right, padding_mode).astype(np.int64)).to(img.device)
     return img.index_select(-2, rows).index_select(-1, cols)
 
 
@@ -369,8 +370,9 @@ def resize(img, size, interpolation="bilinear", max_size=None, antialias=True):
     else:
         # Antialiased downscale (PIL's triangle filter stretched to the source spacing), which
         # interpolate does not do: two small resampling matrices, rows then columns.
-        ry = ember.from_numpy(_interp_matrix(h, oh, interpolation, antialias)).to(x.dtype)
-        rx = ember.from_numpy(_interp_matrix(w, ow, interpolation, antialias).T.copy()).to(x.dtype)
+        ry = ember.from_numpy(_interp_matrix(h, oh, interpolation, antialias)).to(device=x.device, dtype=x.dtype)
+        rx = ember.from_numpy(_interp_matrix(w, ow, interpolation, antialias).T.copy()).to(device=x.device,
+                                                                                         dtype=x.dtype)
         out = ember.matmul(ember.matmul(ry, x), rx)
     if dtype != x.dtype:
         out = out.round().clamp(float(_INT_RANGE[dtype][0]), _int_max(dtype)).to(dtype)
@@ -414,8 +416,8 @@ def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=
     dtype = img.dtype
     x = (img if img.is_floating_point() else img.to(ember.float32)).reshape(1, -1, h, w)
     # A ones channel marks where the samples came from inside the image (torchvision's trick).
-    x = ember.cat([x, ember.ones(1, 1, h, w, dtype=x.dtype)], dim=1)
-    g = nnf.affine_grid(ember.from_numpy(theta).to(x.dtype), [1, x.shape[1], oh, ow], align_corners=False)
+    x = ember.cat([x, ember.ones(1, 1, h, w, dtype=x.dtype, device=x.device)], dim=1)
+    g = nnf.affine_grid(ember.from_numpy(theta).to(device=x.device, dtype=x.dtype), [1, x.shape[1], oh, ow], align_corners=False)
     sampled = nnf.grid_sample(x, g, mode=interpolation, padding_mode="zeros", align_corners=False)
     vals, mask = sampled[:, :-1], sampled[:, -1:]
     fill_t = ember.full((), float(fill), dtype=x.dtype)
