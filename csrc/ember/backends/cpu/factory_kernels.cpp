@@ -42,16 +42,9 @@ void linspace_kernel(const Tensor& out, double start, double end, std::optional<
   const int64_t steps = out.numel();
   dispatch_all(out.dtype(), "linspace", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    // Integral results: the bounds are truncated first and the step is a double.
-    using C = std::conditional_t<std::is_integral<T>::value, double, opmath_t<T>>;
-    C s, e;
-    if constexpr (std::is_integral<T>::value) {
-      s = C(int64_t(start));
-      e = C(int64_t(end));
-    } else {
-      s = C(start);
-      e = C(end);
-    }
+    using C = linspace_t<T>;
+    const C s = linspace_bound<T>(start);
+    const C e = linspace_bound<T>(end);
     T* o = out.data<T>();
     if (steps == 1) {
       o[0] = cast_value<T>(base ? std::pow(*base, double(s)) : double(s));

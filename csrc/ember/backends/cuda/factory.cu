@@ -102,15 +102,9 @@ void linspace_kernel(const Tensor& out, double start, double end, std::optional<
   if (steps == 0) return;
   dispatch_all(out.dtype(), "linspace", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using C = std::conditional_t<std::is_integral<T>::value, double, opmath_t<T>>;
-    C s, e;
-    if constexpr (std::is_integral<T>::value) {
-      s = C(int64_t(start));
-      e = C(int64_t(end));
-    } else {
-      s = C(start);
-      e = C(end);
-    }
+    using C = linspace_t<T>;
+    const C s = linspace_bound<T>(start);
+    C e = linspace_bound<T>(end);
     T* o = reinterpret_cast<T*>(out.data_ptr());
     // steps == 1 writes s alone: a zero step and half == 0 make the kernel compute e - 0 * 0,
     // which is e, not s; so pass e = s for it.

@@ -100,18 +100,32 @@ inline ReduceGeom make_reduce_geom(const Tensor& in, const Shape& mask) {
   return g;
 }
 
-/// __shfl_down_sync of any trivially copyable value, 32 bits at a time.
-template <typename A>
-__device__ __forceinline__ A shfl_down_any(const A& v, int delta) {
+/// A warp shuffle of any trivially copyable value, 32 bits at a time: `shfl(word)` is one
+/// __shfl_*_sync of a 32-bit word (every lane must take part).
+template <typename A, typename Shfl>
+__device__ __forceinline__ A shfl_words(const A& v, Shfl shfl) {
   constexpr int W = int((sizeof(A) + 3) / 4);
   unsigned w[W];
   w[W - 1] = 0;
   memcpy(w, &v, sizeof(A));
 #pragma unroll
-  for (int i = 0; i < W; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], delta);
+  for (int i = 0; i < W; ++i) w[i] = shfl(w[i]);
   A r;
   memcpy(&r, w, sizeof(A));
   return r;
+}
+template <typename A>
+__device__ __forceinline__ A shfl_down_any(const A& v, int delta) {
+  return shfl_words(v, [delta](unsigned x) { return __shfl_down_sync(0xffffffffu, x, delta); });
+}
+template <typename A>
+__device__ __forceinline__ A shfl_up_any(const A& v, int delta) {
+  return shfl_words(v, [delta](unsigned x) { return __shfl_up_sync(0xffffffffu, x, delta); });
+}
+/// A broadcast from `lane`.
+template <typename A>
+__device__ __forceinline__ A shfl_any(const A& v, int lane) {
+  return shfl_words(v, [lane](unsigned x) { return __shfl_sync(0xffffffffu, x, lane); });
 }
 
 /// Combines every thread's `v` (blockDim.x a multiple of 32, at most 1024); the result

@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "ember/backends/cuda/loops.cuh"
+#include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
 #include "ember/kernels/stubs/reduce.h"
 #include "ember/kernels/stubs/surface_scan.h"
@@ -42,34 +43,6 @@ constexpr int kThreadRowMax = 16;         // rows up to this long: a thread per 
 constexpr int kWarpRowMax = 1024;         // rows up to this long: a warp per row
 constexpr int kRowBlock = 512;            // threads of the block-per-row kernel
 constexpr int64_t kFewColumns = 1 << 15;  // fewer columns (I > 1): scan each in parallel
-
-/// __shfl_up_sync of any trivially copyable value, 32 bits at a time.
-template <typename A>
-__device__ __forceinline__ A shfl_up_any(const A& v, int delta) {
-  constexpr int W = int((sizeof(A) + 3) / 4);
-  unsigned w[W];
-  w[W - 1] = 0;
-  memcpy(w, &v, sizeof(A));
-#pragma unroll
-  for (int i = 0; i < W; ++i) w[i] = __shfl_up_sync(0xffffffffu, w[i], delta);
-  A r;
-  memcpy(&r, w, sizeof(A));
-  return r;
-}
-
-/// __shfl_sync (a broadcast from `lane`) of any trivially copyable value.
-template <typename A>
-__device__ __forceinline__ A shfl_any(const A& v, int lane) {
-  constexpr int W = int((sizeof(A) + 3) / 4);
-  unsigned w[W];
-  w[W - 1] = 0;
-  memcpy(w, &v, sizeof(A));
-#pragma unroll
-  for (int i = 0; i < W; ++i) w[i] = __shfl_sync(0xffffffffu, w[i], lane);
-  A r;
-  memcpy(&r, w, sizeof(A));
-  return r;
-}
 
 /// Inclusive scan across the warp (every lane must take part).
 template <typename Op, typename A>

@@ -6,6 +6,7 @@
 #include "ember/core/scalar.h"
 #include "ember/core/tensor.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/functors.h"
 
 namespace ember {
 
@@ -18,5 +19,17 @@ extern DispatchStub<void (*)(const Tensor& out, Scalar start, Scalar step)> aran
 extern DispatchStub<void (*)(const Tensor& out, double start, double end,
                              std::optional<double> log_base)>
     linspace_stub;
+
+/// linspace's computation type for results of type T, shared by the backends: integral
+/// results truncate the bounds first and step in double; floating ones compute in opmath.
+template <typename T>
+using linspace_t = std::conditional_t<std::is_integral<T>::value, double, opmath_t<T>>;
+template <typename T>
+linspace_t<T> linspace_bound(double x) {
+  if constexpr (std::is_integral<T>::value)
+    return linspace_t<T>(int64_t(x));
+  else
+    return linspace_t<T>(x);
+}
 
 }  // namespace ember
