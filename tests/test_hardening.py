@@ -384,6 +384,8 @@ def test_xlogy_keeps_the_floating_dtype(dt):
     r = ember.xlogy(ember.tensor([0.0, 2.0], dtype=d), ember.tensor([0.0, 3.0], dtype=d))
     assert r.dtype == d
     assert r[0].item() == 0.0 and abs(r[1].item() - 2 * math.log(3)) < 0.02
+    assert ember.xlogy(ember.tensor([2.0], dtype=d), 3).dtype == d  # a Python number beside
+    assert ember.xlogy(ember.tensor([2.0], dtype=d), 3.5).dtype == d
 
 
 def test_hypot_is_c99():

@@ -25,7 +25,18 @@ DType float_result(const Tensor& a, const Tensor& b) {
 }
 DType float_result(const Tensor& a) { return is_floating(a.dtype()) ? a.dtype() : default_dtype(); }
 
-Tensor as_dtype(const Tensor& a, DType t) { return a.dtype() == t ? a : to_dtype(a, t); }
+// `a` in the computation dtype `t`. A Python number converted to `t` is then an ordinary
+// 0-dim tensor of `t`: kept as a wrapped number, a float16 3.0 promoted like a Python float
+// (to the default dtype) in the composite's next op, and xlogy(half, 3) came out float32.
+Tensor as_dtype(const Tensor& a, DType t) {
+  if (a.dtype() == t) return a;
+  Tensor r = to_dtype(a, t);
+  if (r.impl()->wrapped_number) {
+    r = r.is_same(a) ? clone(r) : r;
+    r.impl()->wrapped_number = false;
+  }
+  return r;
+}
 
 void floating_only(const char* op, const Tensor& a, const Tensor& b) {
   DType t = result_type(a, b);
