@@ -397,6 +397,11 @@ Tensor& bmm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
   return const_cast<Tensor&>(out);
 }
 Tensor mv(const Tensor& mat, const Tensor& vec) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("mv", {mat, vec});
+    autocast::ExcludeGuard g_;
+    return mv(c_[0], c_[1]);
+  }
   autograd::RecordScope scope({&mat, &vec});
   Tensor r = mv_impl(mat, vec, nullptr);
   if (scope.rec) {
@@ -419,7 +424,14 @@ static Tensor dot_rec(const Tensor& a, const Tensor& b, bool is_vdot) {
   }
   return r;
 }
-Tensor dot(const Tensor& a, const Tensor& b) { return dot_rec(a, b, false); }
+Tensor dot(const Tensor& a, const Tensor& b) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("dot", {a, b});
+    autocast::ExcludeGuard g_;
+    return dot(c_[0], c_[1]);
+  }
+  return dot_rec(a, b, false);
+}
 Tensor& dot_out(const Tensor& a, const Tensor& b, const Tensor& out) {
   autograd::check_out_not_differentiable("dot", {&a, &b, &out});
   dot_impl(a, b, &out, "dot");
@@ -557,6 +569,11 @@ static Tensor addmv_impl(const Tensor& input, const Tensor& mat, const Tensor& v
 }
 
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("addmv", {input, mat, vec});
+    autocast::ExcludeGuard g_;
+    return addmv(c_[0], c_[1], c_[2], beta, alpha);
+  }
   autograd::RecordScope scope({&input, &mat, &vec});
   Tensor r = addmv_impl(input, mat, vec, beta, alpha, nullptr, false);
   if (scope.rec) {

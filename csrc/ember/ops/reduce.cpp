@@ -545,6 +545,11 @@ Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
   return r;
 }
 Tensor cumprod(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("cumprod", {a});
+    autocast::ExcludeGuard g_;
+    return cumprod(c_[0], dim, dtype);
+  }
   autograd::RecordScope scope({&a});
   Tensor r = run_scan(a, dim, sum_result_dtype(a, dtype), ScanKind::Cumprod);
   if (scope.rec) {
