@@ -317,3 +317,4 @@ def _install_tensor_methods():
 
 
 _install_tensor_methods()
+

@@ -1,4 +1,17 @@
-"""The nn layer classes, one module per family."""
+"""The nn layer classes, one module per family. The families that PyTorch keeps in files
+of their own and ember groups (batchnorm/instancenorm in normalization.py; flatten in
+linear.py; fold, padding, pixelshuffle, upsampling in resample.py) have alias modules, so
+every class is reachable at its torch.nn.modules.<family> path."""
+from . import (  # noqa: F401,E402  (the torch.nn.modules.<family> alias paths)
+    batchnorm,
+    flatten,
+    fold,
+    instancenorm,
+    padding,
+    pixelshuffle,
+    upsampling,
+    utils,
+)
 from .activation import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
