@@ -1,7 +1,7 @@
 """Samplers: which dataset indices a DataLoader visits, and in what order.
 
 Every sampler is lazy, as PyTorch's: ``__iter__`` is a generator that draws its random numbers
-as it is consumed (RandomSampler 32 draws at a time, the others in bounded chunks), so
+as it is consumed (RandomSampler from 32 draws at a time up, the others in bounded chunks), so
 ``RandomSampler(data, replacement=True, num_samples=int(1e10))`` allocates nothing up front.
 With no ``generator``, RandomSampler seeds a private one from the default generator when
 iteration starts, as PyTorch does. The C++ loader path reads RandomSampler's indices in larger
@@ -65,16 +65,22 @@ class RandomSampler(Sampler):
     def num_samples(self):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
-    def _index_chunks(self, chunk=32):
+    def _index_chunks(self, chunk=None):
         """The epoch's indices as int64 tensors, in order: draws with replacement ``chunk`` at a
-        time (a multiple of 32), else one permutation of the data at a time."""
+        time (a multiple of 32; by default 32 first, doubling up to 4096, so a short look at a
+        huge sampler draws little and a long epoch makes few calls), else one permutation of
+        the data at a time."""
         n = len(self.data_source)
         g = _seeded_generator(self.generator)
         total = self.num_samples
         if self.replacement:
-            for _ in range(total // chunk):
-                yield ember.randint(0, n, (chunk,), dtype=ember.int64, generator=g)
-            yield ember.randint(0, n, (total % chunk,), dtype=ember.int64, generator=g)
+            size = chunk or 32
+            while total > 0:
+                k = min(size, total)
+                yield ember.randint(0, n, (k,), dtype=ember.int64, generator=g)
+                total -= k
+                if chunk is None:
+                    size = min(2 * size, 4096)
         else:
             for _ in range(total // n):
                 yield ember.randperm(n, generator=g)
