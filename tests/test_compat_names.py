@@ -330,3 +330,15 @@ def test_consume_prefix_in_state_dict_if_present():
     consume_prefix_in_state_dict_if_present(sd, "module.")
     assert list(sd) == ["c", "a.weight", "b"]
     assert set(sd._metadata) == {"", "a"}
+
+
+def test_nn_namespace_is_not_shadowed_by_family_modules():
+    """ember.nn exports the layer classes; the family modules (one of them named utils) must
+    not replace ember.nn.utils, ember.nn.init or ember.nn.functional."""
+    import ember.nn.utils as nn_utils
+
+    assert nn.utils is nn_utils and nn.utils.clip_grad_norm_ is not None
+    assert nn.utils.rnn.pack_padded_sequence is not None
+    assert nn.init.kaiming_normal_ is not None and nn.functional.relu is not None
+    assert nn.modules.utils is not nn.utils
+    assert not hasattr(nn, "batchnorm") and not hasattr(nn, "pixelshuffle")

@@ -2,13 +2,26 @@
 of their own and ember groups (batchnorm/instancenorm in normalization.py; flatten in
 linear.py; fold, padding, pixelshuffle, upsampling in resample.py) have alias modules, so
 every class is reachable at its torch.nn.modules.<family> path."""
-from . import (  # noqa: F401,E402  (the torch.nn.modules.<family> alias paths)
+from . import (  # noqa: F401  (the torch.nn.modules.<family> alias paths)
+    activation,
     batchnorm,
+    container,
+    conv,
+    dropout,
     flatten,
     fold,
     instancenorm,
+    linear,
+    loss,
+    module,
+    normalization,
     padding,
     pixelshuffle,
+    pooling,
+    resample,
+    rnn,
+    sparse,
+    transformer,
     upsampling,
     utils,
 )
@@ -25,3 +38,12 @@ from .resample import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+
+# What `from ember.nn.modules import *` (and so ember.nn) exports: the layer classes, not the
+# family modules (a leaked `utils` would shadow ember.nn.utils).
+__all__ = [
+    name
+    for fam in (activation, container, conv, dropout, linear, loss, module, normalization,
+                pooling, resample, rnn, sparse, transformer)
+    for name in fam.__all__
+]
