@@ -188,10 +188,11 @@ def test_cuda_typed_constructors(device):
     assert repr(T) == "<class 'ember.cuda.FloatTensor'>" and T.is_cuda and T.dtype == ember.float32
     assert isinstance(ember.zeros(2, device=device), T) == (device == "cuda")
     with pytest.warns(UserWarning, match="DtypeTensor constructors are no longer recommended"):
-        if device == "cuda":
+        if ember.cuda.is_available():
             x = ember.cuda.LongTensor([1, 2])
             assert x.is_cuda and x.dtype == ember.int64 and x.type() == "ember.cuda.LongTensor"
             assert isinstance(x, ember.cuda.LongTensor) and not isinstance(x, ember.LongTensor)
+            assert tuple(ember.cuda.HalfTensor(2, 3).shape) == (2, 3)
         else:
             with pytest.raises(RuntimeError):
                 ember.cuda.FloatTensor(2)

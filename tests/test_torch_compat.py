@@ -39,6 +39,8 @@ def test_import_hook_maps_torch_and_torchvision():
         assert torch.accelerator.is_available() == ember.cuda.is_available()
         x = torch.FloatTensor([1, 2])
         assert isinstance(x, torch.FloatTensor) and x.sum().item() == 3.0
+        assert x.type() == "torch.FloatTensor" and x.long().type() == "torch.LongTensor"
+        assert x.type(torch.DoubleTensor).dtype == torch.float64
         try:
             import torch.no_such_module
         except ModuleNotFoundError as e:
@@ -52,6 +54,7 @@ def test_import_hook_maps_torch_and_torchvision():
             assert "no_such_thing" in str(e)
         ember.utils.torch_compat.uninstall()
         assert not ember.utils.torch_compat.is_installed()
+        assert x.type() == "ember.FloatTensor"
         print("ok")
     """)
     assert r.returncode == 0, r.stderr[-3000:]

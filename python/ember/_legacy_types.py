@@ -128,6 +128,10 @@ def _all_types():
 CPU_TYPES = {}
 CUDA_TYPES = {}
 
+#: The package name Tensor.type() reports: "ember", or "torch" while the torch_compat import
+#: hook is installed (programs compare x.type() with "torch.cuda.FloatTensor").
+type_prefix = "ember"
+
 
 def _install():
     """Makes the types and sets them on ``ember`` and ``ember.cuda``; patches Tensor.type to
@@ -150,7 +154,10 @@ def _install():
         legacy type (ember.DoubleTensor) or its name, the tensor converted to it."""
         if isinstance(dtype, _TensorType):
             dtype = dtype._name
-        return _c_type(self, dtype, non_blocking=non_blocking, **kwargs)
+        out = _c_type(self, dtype, non_blocking=non_blocking, **kwargs)
+        if dtype is None and type_prefix != "ember":
+            out = type_prefix + out[len("ember"):]
+        return out
 
     type_.__name__ = "type"
     Tensor.type = type_

@@ -23,7 +23,7 @@ class Blobs(Dataset):
         points = centers[labels] + rng.normal(0.0, 1.0, size=(n, 8)).astype(np.float32)
         self.x = torch.FloatTensor(points)
         self.y = torch.LongTensor(labels.tolist())
-        assert isinstance(self.x, torch.FloatTensor) and self.x.type() == f"{torch.__name__}.FloatTensor"
+        assert isinstance(self.x, torch.FloatTensor) and self.x.type() == "torch.FloatTensor"
         assert isinstance(self.y, torch.LongTensor) and not isinstance(self.y, torch.FloatTensor)
 
     def __len__(self):

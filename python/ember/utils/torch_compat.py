@@ -12,7 +12,8 @@ or, in code, one line before the first ``import torch``::
 
 The mapped modules *are* ember's (``torch.nn is ember.nn``), so everything ember implements
 behaves as ember documents it; a torch module ember does not have raises ModuleNotFoundError
-naming the ember module that was looked for. ``uninstall()`` removes the hook (modules already
+naming the ember module that was looked for. While the hook is installed ``Tensor.type()``
+answers with torch's names ("torch.FloatTensor"). ``uninstall()`` removes the hook (modules already
 imported stay in ``sys.modules``)."""
 import importlib
 import importlib.abc
@@ -81,11 +82,17 @@ def install():
                                f"'import {top}'")
     if not is_installed():
         sys.meta_path.insert(0, TorchAliasFinder())
+    from .. import _legacy_types
+
+    _legacy_types.type_prefix = "torch"  # x.type() == "torch.FloatTensor", as programs expect
 
 
 def uninstall():
     """Removes the hook; aliases already imported stay in ``sys.modules``."""
     sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "TorchAliasFinder"]
+    from .. import _legacy_types
+
+    _legacy_types.type_prefix = "ember"
 
 
 _USAGE = ("usage: python -m ember.utils.torch_compat script.py [args ...]\n"
