@@ -68,27 +68,29 @@ def test_transformer_structure_and_parameter_names():
     assert not any(n.endswith("bias") for n, _ in nb.named_parameters())
 
 
-def test_transformer_shapes_batch_first_unbatched_and_backward():
+def test_transformer_shapes_batch_first_unbatched_and_backward(device):
     ember.manual_seed(0)
     for batch_first in (False, True):
         t = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
-                           dim_feedforward=16, dropout=0.0, batch_first=batch_first)
+                           dim_feedforward=16, dropout=0.0, batch_first=batch_first,
+                           device=device)
+        assert all(p.device.type == device for p in t.parameters())
         src_shape = (2, 7, 8) if batch_first else (7, 2, 8)
         tgt_shape = (2, 5, 8) if batch_first else (5, 2, 8)
-        src = ember.randn(*src_shape, requires_grad=True)
-        tgt = ember.randn(*tgt_shape, requires_grad=True)
-        mask = t.generate_square_subsequent_mask(5)
+        src = ember.randn(*src_shape, device=device, requires_grad=True)
+        tgt = ember.randn(*tgt_shape, device=device, requires_grad=True)
+        mask = t.generate_square_subsequent_mask(5, device=device)
         out = t(src, tgt, tgt_mask=mask)
-        assert tuple(out.shape) == tgt_shape
+        assert tuple(out.shape) == tgt_shape and out.device.type == device
         out.sum().backward()
         assert src.grad is not None and tgt.grad is not None
         assert all(p.grad is not None for p in t.parameters())
     # Unbatched (S, E) / (T, E) inputs.
     t.eval()
-    src, tgt = ember.randn(7, 8), ember.randn(5, 8)
+    src, tgt = ember.randn(7, 8, device=device), ember.randn(5, 8, device=device)
     one = t(src, tgt)
     batched = t(src.unsqueeze(0), tgt.unsqueeze(0))
-    np.testing.assert_allclose(_np(one), _np(batched[0]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(one.cpu()), _np(batched[0].cpu()), rtol=1e-5, atol=1e-6)
 
 
 def test_causal_mask_is_causal():
