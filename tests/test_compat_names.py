@@ -341,5 +341,8 @@ def test_nn_namespace_is_not_shadowed_by_family_modules():
     assert nn.utils is nn_utils and nn.utils.clip_grad_norm_ is not None
     assert nn.utils.rnn.pack_padded_sequence is not None
     assert nn.init.kaiming_normal_ is not None and nn.functional.relu is not None
-    assert nn.modules.utils is not nn.utils
+    import ember.nn.modules.utils as modules_utils
+
+    assert modules_utils is not nn.utils and nn.utils is nn_utils
+    assert nn.modules.batchnorm._BatchNorm is nn.modules.normalization._BatchNorm
     assert not hasattr(nn, "batchnorm") and not hasattr(nn, "pixelshuffle")
