@@ -157,6 +157,18 @@ def test_typed_constructor_semantics_match_pytorch():
     assert isinstance(ember.zeros(2, dtype=ember.int64), ember.LongTensor)
 
 
+def test_base_tensor_constructor_aliases_with_autograd():
+    """ember.Tensor(t), as torch.Tensor(t): an alias of any dtype that autograd records."""
+    x = ember.zeros(2, requires_grad=True)
+    y = ember.Tensor(x)
+    assert y is not x and y.data_ptr() == x.data_ptr()
+    assert type(y.grad_fn).__name__ == "AliasBackward0"
+    (y * 3).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+    z = ember.Tensor(ember.arange(3))
+    assert z.dtype == ember.int64 and not z.requires_grad
+
+
 def test_typed_constructor_errors():
     with pytest.raises(TypeError, match=r"expected ember.FloatTensor \(got ember.DoubleTensor\)"):
         ember.FloatTensor(ember.zeros(2, dtype=ember.float64))
