@@ -317,4 +317,3 @@ def _install_tensor_methods():
 
 
 _install_tensor_methods()
-
