@@ -44,4 +44,11 @@ from ._settings import (  # noqa: E402,F401
     are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled,
 )
 
+# The legacy typed constructors (ember.FloatTensor(...), isinstance(t, ember.LongTensor)) and
+# the device-neutral accelerator API (torch.accelerator).
+from ._legacy_types import set_default_tensor_type, _install as _install_legacy_types  # noqa: E402
+_install_legacy_types()  # ember.FloatTensor ... and ember.cuda.FloatTensor ...
+from . import accelerator  # noqa: E402,F401
+from .accelerator import get_device_module  # noqa: E402,F401
+
 __version__ = "0.1.0"

@@ -272,6 +272,18 @@ Tensor.apply_ = _apply_
 Tensor.map_ = _map_
 
 
+def _false(self):
+    return False
+
+
+# The backend and layout queries PyTorch programs make on any tensor (is_cpu and is_cuda are
+# bound in C++; is_sparse belongs to the sparse layout): ember has no tensors of these kinds.
+for _name in ("is_xpu", "is_ipu", "is_mps", "is_mtia", "is_maia", "is_vulkan", "is_xla",
+              "is_meta", "is_mkldnn", "is_quantized", "is_nested", "is_sparse_csr"):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, property(_false, doc=f"{_name}: always False in ember."))
+
+
 # Module-level names of this area, attached to the ember package (its __init__
 # imports this module after _ops, so these take precedence).
 def _export():

@@ -358,7 +358,14 @@ void bind_tensor_class(py::module_& m) {
     Device dev = kwargs.contains("device") ? device_arg(kwargs["device"]) : Device();
     if (args.size() == 0) return empty(Shape{0}, default_dtype(), dev);
     Tensor* t;
-    if (args.size() == 1 && as_tensor(args[0], t)) return alias(*t, true);
+    // Tensor(tensor): an alias; of a tensor that requires grad, one that autograd records
+    // (AliasBackward0, x[...]), as PyTorch's is.
+    if (args.size() == 1 && as_tensor(args[0], t)) {
+      if (!autograd::requires_grad(*t)) return alias(*t, true);
+      return py::reinterpret_borrow<py::object>(args[0])
+          .attr("__getitem__")(py::ellipsis())
+          .cast<Tensor>();
+    }
     bool all_ints = true;
     for (py::handle a : args) all_ints &= PyLong_Check(a.ptr()) && !PyBool_Check(a.ptr());
     if (all_ints) return empty(shape_from_args(args, "Tensor", "size"), default_dtype(), dev);
