@@ -95,6 +95,14 @@ class _Encoder:
                 raise _NotRepresentable("tensors as dict keys")
             if id(x) in self.seen:
                 return self.seen[id(x)]
+            if x.is_sparse:
+                entry = {"sparse_coo": {
+                    "indices": self.encode(x._indices(), path + ["indices"], depth + 1),
+                    "values": self.encode(x._values(), path + ["values"], depth + 1),
+                    "size": list(x.shape), "coalesced": x.is_coalesced(),
+                    "requires_grad": x.requires_grad}}
+                self.seen[id(x)] = entry
+                return entry
             skey = _storage_key(x)
             if skey in self.shared_keys:
                 if skey not in self.storages:
@@ -141,7 +149,11 @@ def _walk_tensors(x, depth=0):
     if depth > MAX_NESTING:
         return
     if isinstance(x, _C.Tensor):
-        yield x
+        if x.is_sparse:  # saved as its indices and values
+            yield x._indices()
+            yield x._values()
+        else:
+            yield x
     elif type(x) in (list, tuple):
         for v in x:
             yield from _walk_tensors(v, depth + 1)
@@ -387,6 +399,8 @@ def _decode(x, tensors, restore, depth=0, memo=None):
             return float(v)
         except ValueError:
             raise _bad(f"invalid float {v!r} in the structure") from None
+    if tag == "sparse_coo":
+        return _decode_sparse(v, tensors, restore, depth, memo)
     if tag in ("list", "tuple") and isinstance(v, list):
         items = [_decode(i, tensors, restore, depth + 1, memo) for i in v]
         return items if tag == "list" else tuple(items)
@@ -403,6 +417,35 @@ def _decode(x, tensors, restore, depth=0, memo=None):
             out[k] = _decode(pair[1], tensors, restore, depth + 1, memo)
         return out
     raise _bad(f"unknown tag {tag!r} in the structure")
+
+
+def _decode_sparse(v, tensors, restore, depth, memo):
+    """A sparse COO tensor saved as its indices, values, size and coalesced flag; rebuilt
+    through the checked constructor (index bounds and the coalesced claim verified)."""
+    if not (isinstance(v, dict) and set(v) == {"indices", "values", "size", "coalesced",
+                                                "requires_grad"}):
+        raise _bad("a sparse_coo entry needs indices, values, size, coalesced, requires_grad")
+    size, coalesced, requires_grad = v["size"], v["coalesced"], v["requires_grad"]
+    if not (isinstance(size, list) and len(size) <= MAX_NDIM and all(_is_int(n) and n >= 0
+                                                                      for n in size)):
+        raise _bad(f"a sparse tensor has an invalid size {size!r}")
+    if not isinstance(coalesced, bool) or not isinstance(requires_grad, bool):
+        raise _bad("a sparse tensor's coalesced and requires_grad must be true or false")
+    indices = _decode(v["indices"], tensors, restore, depth + 1, memo)
+    values = _decode(v["values"], tensors, restore, depth + 1, memo)
+    if not (isinstance(indices, _C.Tensor) and isinstance(values, _C.Tensor)):
+        raise _bad("a sparse tensor's indices and values must be tensors")
+    if indices.dtype != _C.int64 or indices.dim() != 2:
+        raise _bad("a sparse tensor's indices must be a 2-D int64 tensor")
+    try:
+        t = _C._sparse_coo_tensor(indices, values, tuple(size), None, None, True, coalesced)
+    except RuntimeError as e:
+        raise _bad(f"inconsistent sparse tensor: {e}") from None
+    if requires_grad:
+        if not t.is_floating_point():
+            raise _bad("only floating point sparse tensors can require grad")
+        t.requires_grad_(True)
+    return t
 
 
 def _decode_view(x, tensors, restore, memo):

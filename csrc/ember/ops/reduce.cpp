@@ -12,6 +12,8 @@
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
+#include "ember/ops/sparse.h"
+
 namespace ember {
 
 DispatchStub<ReduceKernel> sum_stub("sum");
@@ -221,6 +223,10 @@ Tensor run_scan(const Tensor& a, int64_t dim, DType dt, ScanKind kind) {
 // ---- sum / mean / prod --------------------------------------------------------------------
 
 Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
+  if (__builtin_expect(a.is_sparse(), 0)) {
+    EMBER_CHECK(!keepdim, "sum: keepdim=True is not supported for sparse tensors");
+    return sparse_sum(a, dims, dtype);
+  }
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("sum", {a});
     autocast::ExcludeGuard g_;

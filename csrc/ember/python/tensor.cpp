@@ -144,6 +144,8 @@ const char* numpy_format(DType t) {
 }
 
 py::array to_numpy(const Tensor& t, bool force) {
+  EMBER_CHECK_TYPE(!t.is_sparse(), "can't convert ", layout_name(t.layout()),
+                   " layout tensor to numpy. Use Tensor.to_dense() first.");
   Tensor c = t;
   if (autograd::requires_grad(c)) {
     EMBER_CHECK(
@@ -371,6 +373,7 @@ void bind_tensor_class(py::module_& m) {
       .def(
           "stride",
           [](const Tensor& t, py::object dim) -> py::object {
+            EMBER_CHECK(!t.is_sparse(), "Sparse tensors do not have strides");
             if (dim.is_none()) {
               py::tuple r(t.dim());
               for (int64_t i = 0; i < t.dim(); ++i) r[i] = t.strides()[i];
@@ -391,14 +394,27 @@ void bind_tensor_class(py::module_& m) {
       .def("element_size", &Tensor::element_size)
       .def_property_readonly("itemsize", &Tensor::element_size)
       .def_property_readonly("nbytes", [](const Tensor& t) { return t.numel() * t.element_size(); })
-      .def("storage_offset", &Tensor::storage_offset)
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
+      .def("storage_offset",
+           [](const Tensor& t) {
+             EMBER_CHECK(!t.is_sparse(), "Cannot access storage of SparseTensorImpl");
+             return t.storage_offset();
+           })
+      .def("data_ptr",
+           [](const Tensor& t) {
+             EMBER_CHECK(!t.is_sparse(),
+                         "Cannot access data pointer of Tensor that doesn't have storage");
+             return reinterpret_cast<uintptr_t>(t.data_ptr());
+           })
       .def("_storage_ptr",
            [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage()->data.ptr); })
       .def("_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes; })
       .def("_version_", [](const Tensor& t) { return t.version(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t.version(); })
-      .def("is_contiguous", [](const Tensor& t, py::kwargs) { return t.is_contiguous(); })
+      .def("is_contiguous",
+           [](const Tensor& t, py::kwargs) {
+             EMBER_CHECK(!t.is_sparse(), "Sparse tensors do not have is_contiguous");
+             return t.is_contiguous();
+           })
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("is_complex", [](const Tensor&) { return false; })
       .def("is_signed", [](const Tensor& t) { return is_signed(t.dtype()); })
@@ -429,6 +445,7 @@ void bind_tensor_views(py::module_& m) {
            [](const Tensor& t, py::args args) {
              if (args.size() == 1 && (py::isinstance<PyDType>(args[0]))) {
                DType d = dtype_arg(args[0]);
+               if (t.is_sparse()) raise_not_strided(t.layout(), "view");
                EMBER_CHECK(element_size(d) == t.element_size(),
                            "view(dtype): only dtypes of the same size are supported (",
                            dtype_name(t.dtype()), " -> ", dtype_name(d), ")");
