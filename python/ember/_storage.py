@@ -73,7 +73,7 @@ class TypedStorage(UntypedStorage):
 
 def _no_sparse_storage(t):
     if t.is_sparse:
-        raise RuntimeError("Cannot access storage of SparseTensorImpl")
+        raise NotImplementedError("Cannot access storage of SparseTensorImpl")
 
 
 def _storage(self):

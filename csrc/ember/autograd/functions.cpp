@@ -31,7 +31,9 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     if (!m->grad.defined()) {
       bool own = g.impl_ptr().use_count() <= 2 && !meta(g);
       m->grad = grad_enabled() ? g : (own ? detach(g) : clone(detach(g)));
-    } else if (grad_enabled() || (m->grad.is_sparse() && !g.is_sparse())) {
+    } else if (m->grad.is_sparse() && !g.is_sparse()) {
+      m->grad = binary(BinaryOp::add, g, m->grad);  // strided + sparse (add(sparse, dense) raises)
+    } else if (grad_enabled()) {
       m->grad = binary(BinaryOp::add, m->grad, g);
     } else {
       binary_(BinaryOp::add, m->grad, g);

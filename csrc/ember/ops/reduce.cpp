@@ -224,8 +224,7 @@ Tensor run_scan(const Tensor& a, int64_t dim, DType dt, ScanKind kind) {
 
 Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
   if (__builtin_expect(a.is_sparse(), 0)) {
-    EMBER_CHECK(!keepdim, "sum: keepdim=True is not supported for sparse tensors");
-    return sparse_sum(a, dims, dtype);
+    return keepdim ? sparse_sum_keepdim(a, dims, dtype) : sparse_sum(a, dims, dtype);
   }
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("sum", {a});

@@ -110,6 +110,10 @@ Tensor sampled_mm(const Tensor& a, const Tensor& b, const Tensor& indices);
 /// ember.sparse.sum(input, dim=None, dtype=None): strided when every sparse dim is summed,
 /// else sparse (coalesced).
 Tensor sparse_sum(const Tensor& t, const std::optional<Shape>& dims, std::optional<DType> dtype);
+/// Tensor.sum(dim, keepdim=True) of a sparse tensor: the reduced dims kept with size 1 (a
+/// reduced sparse dim keeps index 0), strided when every sparse dim is reduced, as PyTorch.
+Tensor sparse_sum_keepdim(const Tensor& t, const std::optional<Shape>& dims,
+                          std::optional<DType> dtype);
 /// ember.sparse.softmax / log_softmax: over the specified entries along `dim`
 /// (unspecified entries count as -inf); same pattern as the coalesced input.
 Tensor sparse_softmax(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool log);

@@ -76,7 +76,7 @@ Tensor to_sparse(const Tensor& t, std::optional<int64_t> sparse_dim_opt) {
   Tensor out = make_sparse_coo(indices, values, t.sizes(), true);
   if (scope.rec) {
     scope.done();
-    autograd::record_to_sparse(t, out);
+    autograd::record_to_sparse(t, out, sparse_dim_opt.has_value());
   }
   return out;
 }
@@ -101,24 +101,19 @@ Tensor sparse_transpose(const Tensor& t, int64_t d0_in, int64_t d1_in) {
   const int64_t d0 = wrap_dim(d0_in, t.dim()), d1 = wrap_dim(d1_in, t.dim());
   if (d0 == d1) return sparse_clone(t);
   const int64_t S = p.sparse_dim;
-  EMBER_CHECK((d0 < S) == (d1 < S),
-              "transpose(): sparse tensors can transpose two sparse "
-              "dimensions or two dense dimensions, not a sparse dimension with a dense one (got ",
-              d0, " and ", d1, " with sparse_dim = ", S, ")");
+  EMBER_CHECK(d0 < S && d1 < S,
+              "sparse transpose: transposed dimensions must be sparse Got "
+              "sparse_dim: ",
+              S, ", d0: ", d0, ", d1: ", d1);
   autograd::RecordScope scope({&t});
   Shape sizes = t.sizes();
   std::swap(sizes[d0], sizes[d1]);
-  Tensor out;
-  if (d0 < S) {
-    std::vector<int64_t> perm(static_cast<size_t>(S));
-    for (int64_t i = 0; i < S; ++i) perm[size_t(i)] = i;
-    std::swap(perm[size_t(d0)], perm[size_t(d1)]);
-    Tensor idx = index_select(p.indices, 0, int64_tensor(perm, t.device()));
-    out = make_sparse_coo(idx, p.values, sizes, p.indices.sizes()[1] <= 1);
-  } else {
-    Tensor v = contiguous(transpose(p.values, d0 - S + 1, d1 - S + 1));
-    out = make_sparse_coo(p.indices, v, sizes, p.coalesced);
-  }
+  // Two index rows swap places; the values are shared (ops never write stored values).
+  std::vector<int64_t> perm(static_cast<size_t>(S));
+  for (int64_t i = 0; i < S; ++i) perm[size_t(i)] = i;
+  std::swap(perm[size_t(d0)], perm[size_t(d1)]);
+  Tensor idx = index_select(p.indices, 0, int64_tensor(perm, t.device()));
+  Tensor out = make_sparse_coo(idx, p.values, sizes, p.indices.sizes()[1] <= 1);
   if (scope.rec) {
     scope.done();
     autograd::record_sparse_transpose(t, out, d0, d1);
@@ -174,9 +169,15 @@ Tensor sparse_index_select(const Tensor& t, int64_t dim_in, const Tensor& index_
   const int64_t size = t.sizes()[dim], m = index.numel();
   if (m > 0) {
     autograd::GradModeGuard no_grad(false);
-    Tensor bad = any(binary(B::logical_or, binary(B::lt, index, wrap_scalar(Scalar(int64_t(0)))),
-                            binary(B::ge, index, wrap_scalar(Scalar(size)))));
-    EMBER_CHECK_INDEX(!*to_device(bad, Device()).data<bool>(), "index out of range in self");
+    Tensor bad = binary(B::logical_or, binary(B::lt, index, wrap_scalar(Scalar(int64_t(0)))),
+                        binary(B::ge, index, wrap_scalar(Scalar(size))));
+    if (*to_device(any(bad), Device()).data<bool>()) {
+      Tensor first = index_select(index, 0, reshape(nonzero(bad), Shape{-1}));
+      raise(ErrorKind::Index, "index_select(): index contains ",
+            *to_device(contiguous(first), Device()).data<int64_t>(),
+            " that is out of range for tensor of size ", shape_str(t.sizes()), " at dimension ",
+            dim);
+    }
   }
   autograd::RecordScope scope({&t});
   Shape sizes = t.sizes();

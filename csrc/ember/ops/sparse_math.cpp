@@ -32,11 +32,9 @@ using U = UnaryOp;
 
 Tensor rows_of(const Tensor& indices, int64_t r) { return contiguous(select(indices, 0, r)); }
 
-void check_same_sizes(const Tensor& a, const Tensor& b, const char* op, const char* kind) {
-  EMBER_CHECK(a.sizes() == b.sizes(), op, ": expected 'self' and 'other' to have same size, but ",
-              "self has size ", shape_str(a.sizes()), " while other has size ",
-              shape_str(b.sizes()), " (FYI: ", kind,
-              " addition does not currently support broadcasting)");
+void check_same_sizes(const Tensor& a, const Tensor& b, const char* op) {
+  EMBER_CHECK(a.sizes() == b.sizes(), op, ": expected sizes of 'self' and 'other' to match, but ",
+              shape_str(a.sizes()), " != ", shape_str(b.sizes()));
 }
 
 // dense (a copy, `common` dtype) + alpha * sparse, accumulated at the sparse entries.
@@ -54,7 +52,7 @@ Tensor dense_plus_sparse(const Tensor& dense, const Tensor& sp, Scalar alpha, DT
 }
 
 Tensor sparse_plus_sparse(const Tensor& a, const Tensor& b, Scalar alpha, DType common) {
-  check_same_sizes(a, b, "add", "sparse-sparse");
+  check_same_sizes(a, b, "add");
   const SparseCooParts& pa = sparse_parts(a);
   const SparseCooParts& pb = sparse_parts(b);
   EMBER_CHECK(pa.sparse_dim == pb.sparse_dim,
@@ -78,14 +76,14 @@ Tensor sparse_mul(const Tensor& a, const Tensor& b) {
     Tensor v = binary(B::mul, pa.values, b);
     return make_sparse_coo(pa.indices, v, a.sizes(), pa.coalesced);
   }
-  EMBER_CHECK(a.sizes() == b.sizes(),
-              "mul: expected 'self' and 'other' to have the same size "
-              "when one is sparse, but self has size ",
-              shape_str(a.sizes()), " while other has size ", shape_str(b.sizes()));
   if (!b.is_sparse()) {
-    Tensor g = sparse_gather(b, pa.indices, pa.sparse_dim);
+    // A strided operand broadcasts to the sparse one's shape (the result keeps its pattern).
+    Tensor full = b.sizes() == a.sizes() ? b : expand_to(b, a.sizes(), "mul");
+    Tensor g = sparse_gather(full, pa.indices, pa.sparse_dim);
     return make_sparse_coo(pa.indices, binary(B::mul, pa.values, g), a.sizes(), pa.coalesced);
   }
+  EMBER_CHECK(a.sizes() == b.sizes(), "mul: expected sizes of 'self' and 'other' to match, but ",
+              shape_str(a.sizes()), " != ", shape_str(b.sizes()));
   // sparse * sparse: the entries both specify (coalesced operands).
   Tensor ac = coalesce(a), bc = coalesce(b);
   const SparseCooParts& qa = sparse_parts(ac);
@@ -146,14 +144,11 @@ Tensor sparse_add(const Tensor& a, const Tensor& b, Scalar alpha) {
   check_same_device(a, b, "add");
   DType common = result_type(a, b);
   if (a.is_sparse() && b.is_sparse()) return sparse_plus_sparse(a, b, alpha, common);
-  if (b.is_sparse()) {
-    check_same_sizes(a, b, "add", "dense-sparse");
-    return dense_plus_sparse(a, b, alpha, common);
-  }
-  check_same_sizes(a, b, "add", "sparse-dense");
-  // sparse + alpha * dense: the dense part scaled, the sparse entries added.
-  Tensor scaled = alpha.to_double() == 1.0 ? b : binary(B::mul, b, wrap_scalar(alpha));
-  return dense_plus_sparse(scaled, a, Scalar(int64_t(1)), common);
+  EMBER_CHECK(!a.is_sparse(),
+              "add(sparse, dense) is not supported. Use add(dense, sparse) "
+              "instead.");
+  check_same_sizes(a, b, "add");
+  return dense_plus_sparse(a, b, alpha, common);
 }
 
 Tensor sparse_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
@@ -169,8 +164,10 @@ Tensor sparse_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
       check_same_device(a, b, "mul");
       return a.is_sparse() ? sparse_mul(a, b) : sparse_mul(b, a);
     case B::div: {
-      EMBER_CHECK(a.is_sparse() && !b.is_sparse() && b.dim() == 0,
-                  "A Sparse Tensor can only be divided by a scalar or zero-dim dense tensor");
+      if (!a.is_sparse()) raise_sparse_unsupported("div", b);
+      EMBER_CHECK(!b.is_sparse() && b.dim() == 0,
+                  "Sparse division requires a scalar or zero-dim dense tensor divisor (got shape ",
+                  shape_str(b.sizes()), " for divisor)");
       const SparseCooParts& p = sparse_parts(a);
       return make_sparse_coo(p.indices, binary(B::div, p.values, b), a.sizes(), p.coalesced);
     }
@@ -192,7 +189,7 @@ const Tensor& sparse_binary_(BinaryOp op, const Tensor& a, const Tensor& b, Scal
   Tensor rhs = alpha.to_double() == 1.0 ? b : binary(B::mul, b, wrap_scalar(alpha));
   if (!a.is_sparse() && (op == B::add || op == B::sub) && rhs.is_sparse()) {
     // dense += sparse in place: accumulate the entries (no copy of the dense tensor).
-    check_same_sizes(a, rhs, op_name(op), "dense-sparse");
+    check_same_sizes(a, rhs, op_name(op));
     check_same_device(a, rhs, op_name(op));
     check_result_cast(result_type(a, rhs), a.dtype());
     const SparseCooParts& p = sparse_parts(rhs);
@@ -231,12 +228,10 @@ void check_spmm_args(const Tensor& s, const Tensor& d, const char* op) {
   EMBER_CHECK(p.sparse_dim == 2, op, ": matrices expected, got ", p.sparse_dim, "D tensor");
   EMBER_CHECK(p.dense_dim == 0, op, ": scalar values expected, got ", p.dense_dim, "D values");
   EMBER_CHECK(!d.is_sparse() && d.dim() == 2, op, ": matrices expected, got ", d.dim(), "D tensor");
-  EMBER_CHECK(d.sizes()[0] == s.sizes()[1], op, ": mat1 and mat2 shapes cannot be multiplied (",
-              s.sizes()[0], "x", s.sizes()[1], " and ", d.sizes()[0], "x", d.sizes()[1], ")");
-  EMBER_CHECK(s.dtype() == d.dtype(), op,
-              ": expected mat1 and mat2 to have the same dtype, but "
-              "got: ",
-              dtype_name(s.dtype()), " != ", dtype_name(d.dtype()));
+  EMBER_CHECK(d.sizes()[0] == s.sizes()[1], "addmm: Argument #3 (dense): Expected dim 0 size ",
+              s.sizes()[1], ", got ", d.sizes()[0]);
+  EMBER_CHECK(s.dtype() == d.dtype(), "expected scalar type ", scalar_type_name(s.dtype()),
+              " but found ", scalar_type_name(d.dtype()));
   check_same_device(s, d, op);
   EMBER_CHECK(s.dtype() != DType::Bool, '"', op, "\" not implemented for 'bool'");
 }
@@ -408,6 +403,30 @@ Tensor sparse_sum(const Tensor& t, const std::optional<Shape>& dims_in,
       p.indices, 0,
       int64_tensor(std::vector<int64_t>(keep_rows.begin(), keep_rows.end()), t.device()));
   return coalesce(sparse_from_parts(idx, v, new_sizes, false));
+}
+
+Tensor sparse_sum_keepdim(const Tensor& t, const std::optional<Shape>& dims,
+                          std::optional<DType> dtype) {
+  const int64_t nd = t.dim();
+  std::vector<bool> reduced(size_t(nd), !dims.has_value());
+  if (dims)
+    for (int64_t d : *dims) reduced[size_t(wrap_dim(d, nd))] = true;
+  Shape kept = t.sizes();
+  for (int64_t d = 0; d < nd; ++d)
+    if (reduced[size_t(d)]) kept[d] = 1;
+  Tensor r = sparse_sum(t, dims, dtype);
+  if (!r.is_sparse()) return reshape(r, kept);
+  const int64_t S = sparse_parts(t).sparse_dim;
+  const SparseCooParts& p = sparse_parts(r);
+  const int64_t nnz = p.indices.sizes()[1];
+  std::vector<Tensor> rows;
+  int64_t next = 0;
+  for (int64_t d = 0; d < S; ++d)
+    rows.push_back(reduced[size_t(d)] ? zeros(Shape{nnz}, DType::Int64, t.device())
+                                      : select(p.indices, 0, next++));
+  Shape vs{nnz};
+  for (int64_t d = S; d < nd; ++d) vs.push_back(kept[d]);
+  return sparse_from_parts(stack(rows, 0), reshape(sparse_values_grad(r), vs), kept, true);
 }
 
 Tensor sparse_softmax(const Tensor& t, int64_t dim_in, std::optional<DType> dtype, bool log) {

@@ -144,8 +144,8 @@ const char* numpy_format(DType t) {
 }
 
 py::array to_numpy(const Tensor& t, bool force) {
-  EMBER_CHECK_TYPE(!t.is_sparse(), "can't convert ", layout_name(t.layout()),
-                   " layout tensor to numpy. Use Tensor.to_dense() first.");
+  EMBER_CHECK_TYPE(!t.is_sparse(),
+                   "can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.");
   Tensor c = t;
   if (autograd::requires_grad(c)) {
     EMBER_CHECK(
@@ -373,10 +373,14 @@ void bind_tensor_class(py::module_& m) {
       .def(
           "stride",
           [](const Tensor& t, py::object dim) -> py::object {
-            EMBER_CHECK(!t.is_sparse(), "Sparse tensors do not have strides");
+            // A sparse tensor's strides read as zeros, as PyTorch's.
+            if (t.is_sparse() && !dim.is_none()) {
+              wrap_dim(int_arg(dim, "stride", "dim"), t.dim(), false);
+              return py::int_(0);
+            }
             if (dim.is_none()) {
               py::tuple r(t.dim());
-              for (int64_t i = 0; i < t.dim(); ++i) r[i] = t.strides()[i];
+              for (int64_t i = 0; i < t.dim(); ++i) r[i] = t.is_sparse() ? 0 : t.strides()[i];
               return std::move(r);
             }
             return py::int_(t.stride(int_arg(dim, "stride", "dim")));
@@ -395,10 +399,7 @@ void bind_tensor_class(py::module_& m) {
       .def_property_readonly("itemsize", &Tensor::element_size)
       .def_property_readonly("nbytes", [](const Tensor& t) { return t.numel() * t.element_size(); })
       .def("storage_offset",
-           [](const Tensor& t) {
-             EMBER_CHECK(!t.is_sparse(), "Cannot access storage of SparseTensorImpl");
-             return t.storage_offset();
-           })
+           [](const Tensor& t) { return t.is_sparse() ? int64_t(0) : t.storage_offset(); })
       .def("data_ptr",
            [](const Tensor& t) {
              EMBER_CHECK(!t.is_sparse(),
@@ -412,8 +413,7 @@ void bind_tensor_class(py::module_& m) {
       .def_property_readonly("_version", [](const Tensor& t) { return t.version(); })
       .def("is_contiguous",
            [](const Tensor& t, py::kwargs) {
-             EMBER_CHECK(!t.is_sparse(), "Sparse tensors do not have is_contiguous");
-             return t.is_contiguous();
+             return t.is_contiguous();  // false for a sparse tensor, as PyTorch
            })
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("is_complex", [](const Tensor&) { return false; })

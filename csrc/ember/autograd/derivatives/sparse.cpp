@@ -116,10 +116,12 @@ void record_sparse_to_dense(const Tensor& in, const Tensor& out, bool masked_gra
          });
 }
 
-void record_to_sparse(const Tensor& in, const Tensor& out) {
-  record("ToSparseBackward0", {&in}, out, [](LambdaNode&, variable_list&& g) -> variable_list {
-    return {g[0].is_sparse() ? sparse_to_dense(g[0]) : g[0]};
-  });
+void record_to_sparse(const Tensor& in, const Tensor& out, bool with_sparse_dim) {
+  // PyTorch's overloads: to_sparse(sparse_dim) is ToSparseBackward0, to_sparse() 1.
+  record(with_sparse_dim ? "ToSparseBackward0" : "ToSparseBackward1", {&in}, out,
+         [](LambdaNode&, variable_list&& g) -> variable_list {
+           return {g[0].is_sparse() ? sparse_to_dense(g[0]) : g[0]};
+         });
 }
 
 void record_sparse_addmm(const Tensor* input, const Tensor& s, const Tensor& d, const Tensor& out,

@@ -18,8 +18,8 @@ void record_sparse_values(const Tensor& t, const Tensor& values);
 void record_sparse_coalesce(const Tensor& in, const Tensor& out);
 /// to_dense: ToDenseBackward0 (masked_grad: the gradient on the input's coalesced pattern).
 void record_sparse_to_dense(const Tensor& in, const Tensor& out, bool masked_grad);
-/// to_sparse: ToSparseBackward0 (the gradient as a strided tensor).
-void record_to_sparse(const Tensor& in, const Tensor& out);
+/// to_sparse: ToSparseBackward0/1 (the gradient as a strided tensor).
+void record_to_sparse(const Tensor& in, const Tensor& out, bool with_sparse_dim);
 /// beta * input + alpha * S @ D: SparseAddmmBackward0 when `masked` (S's gradient sparse on
 /// S's pattern, via sampled_mm), else MmBackward0 / AddmmBackward0 (S's gradient strided).
 void record_sparse_addmm(const Tensor* input, const Tensor& s, const Tensor& d, const Tensor& out,

@@ -125,8 +125,10 @@ def _structural_samples(device, dtype):
 
 def _errors_mm(device):
     s = sparse((3, 4), device, ember.float32, nnz=3)
-    return [err(RuntimeError, r"shapes cannot be multiplied", s, ember.ones(3, 2, device=device)),
-            err(RuntimeError, "same dtype", s, ember.ones(4, 2, dtype=ember.float64, device=device)),
+    return [err(RuntimeError, r"addmm: Argument #3 \(dense\): Expected dim 0 size 4, got 3", s,
+                ember.ones(3, 2, device=device)),
+            err(RuntimeError, "expected scalar type Float but found Double", s,
+                ember.ones(4, 2, dtype=ember.float64, device=device)),
             err(RuntimeError, "scalar values expected",
                 sparse((3, 4, 2), device, ember.float32, dense_dims=1), ember.ones(4, 2, device=device))]
 
