@@ -95,6 +95,41 @@ for sub in ("nn", "nn.functional", "optim", "sparse", "autograd"):
 '''
 
 
+# Embedding(sparse=True) trained with each optimizer that takes sparse gradients, from the
+# same initial weights and data: the final weights must match PyTorch's to float32 rounding.
+EMBEDDING_PROGRAM = r'''
+import json
+import numpy as np
+import torch
+import torch.nn as nn
+
+rng = np.random.default_rng(0)
+init = rng.standard_normal((50, 8)).astype(np.float32)
+batches = [torch.from_numpy(rng.integers(0, 50, size=(4, 6))) for _ in range(5)]
+targets = [torch.from_numpy(rng.standard_normal((4, 8)).astype(np.float32)) for _ in range(5)]
+out = {}
+for name, make in [("SGD", lambda p: torch.optim.SGD(p, lr=0.5)),
+                   ("SGD momentum", lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
+                   ("Adagrad", lambda p: torch.optim.Adagrad(p, lr=0.3, lr_decay=0.01)),
+                   ("SparseAdam", lambda p: torch.optim.SparseAdam(p, lr=0.05))]:
+    emb = nn.Embedding(50, 8, sparse=True)
+    with torch.no_grad():
+        emb.weight.copy_(torch.from_numpy(init))
+    bag = nn.EmbeddingBag(50, 8, mode="mean", sparse=True)
+    with torch.no_grad():
+        bag.weight.copy_(torch.from_numpy(init[::-1].copy()))
+    opt = make(list(emb.parameters()) + list(bag.parameters()))
+    for x, y in zip(batches, targets):
+        opt.zero_grad()
+        loss = ((emb(x).mean(1) - y) ** 2).sum() + ((bag(x) - y).abs()).sum()
+        loss.backward()
+        assert emb.weight.grad.is_sparse and bag.weight.grad.is_sparse
+        opt.step()
+    out[name] = [emb.weight.detach().numpy().tolist(), bag.weight.detach().numpy().tolist()]
+print(json.dumps(out))
+'''
+
+
 def _run(python, source, env_extra):
     env = dict(os.environ, **env_extra)
     r = subprocess.run([python, "-c", source], capture_output=True, text=True, env=env,
@@ -136,3 +171,15 @@ def test_gcn_loss_trend_matches_pytorch():
         return next(i for i, v in enumerate(r["losses"]) if v < 0.5 * r["losses"][0])
     assert abs(halved_at(ours) - halved_at(theirs)) <= 6, (ours["losses"], theirs["losses"])
     assert abs(ours["acc"] - theirs["acc"]) < 0.2, (ours["acc"], theirs["acc"])
+
+
+@pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="no PyTorch venv at " + TORCH_PY)
+def test_sparse_embedding_optimizers_match_pytorch():
+    import numpy as np
+    ours = _run(sys.executable, EMBER_PRELUDE + EMBEDDING_PROGRAM,
+                {"PYTHONPATH": os.path.join(ROOT, "python")})
+    theirs = _run(TORCH_PY, EMBEDDING_PROGRAM, {"PYTHONPATH": ""})
+    for name in theirs:
+        for a, b in zip(ours[name], theirs[name]):
+            np.testing.assert_allclose(np.array(a), np.array(b), rtol=2e-5, atol=2e-6,
+                                       err_msg=name)
