@@ -19,7 +19,7 @@ short, int, long = int16, int32, int64
 
 from ._ops import *  # noqa: E402,F401,F403
 from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, ...)
-from ._storage import strided, layout  # noqa: E402,F401  (Tensor.storage(), .layout)
+from ._storage import strided, sparse_coo, layout  # noqa: E402,F401  (Tensor.storage(), .layout)
 from . import cuda, version  # noqa: E402,F401
 from . import autograd, linalg, testing  # noqa: E402,F401
 from . import backends  # noqa: E402,F401  (ember.backends.cpu.get_cpu_capability)
@@ -27,6 +27,9 @@ from .autograd.grad_mode import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
     is_inference_mode_enabled,
 )
+
+from . import sparse  # noqa: E402,F401  (ember.sparse: mm, addmm, sum, softmax)
+from .sparse._coo import sparse_coo_tensor  # noqa: E402,F401
 
 # As torch: `import ember` gives ember.nn, ember.optim and ember.utils.data.
 from . import nn, optim, utils  # noqa: E402,F401

@@ -133,7 +133,9 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
     if (!slot.defined())
       slot = g;
     else if (g.defined())
-      slot = binary(BinaryOp::add, slot, g);
+      // strided + sparse, never sparse + strided (which PyTorch's add refuses)
+      slot = slot.is_sparse() && !g.is_sparse() ? binary(BinaryOp::add, g, slot)
+                                                : binary(BinaryOp::add, slot, g);
   };
   for (size_t i = 0; i < root_edges.size(); ++i) {
     Tensor g = grad_roots[i];

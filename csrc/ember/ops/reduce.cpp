@@ -12,6 +12,8 @@
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
+#include "ember/ops/sparse.h"
+
 namespace ember {
 
 DispatchStub<ReduceKernel> sum_stub("sum");
@@ -221,6 +223,9 @@ Tensor run_scan(const Tensor& a, int64_t dim, DType dt, ScanKind kind) {
 // ---- sum / mean / prod --------------------------------------------------------------------
 
 Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
+  if (__builtin_expect(a.is_sparse(), 0)) {
+    return keepdim ? sparse_sum_keepdim(a, dims, dtype) : sparse_sum(a, dims, dtype);
+  }
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("sum", {a});
     autocast::ExcludeGuard g_;

@@ -10,6 +10,7 @@
 #include "ember/autograd/engine.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/grad_mode.h"
+#include "ember/core/sparse.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -545,6 +546,11 @@ void bind_tensor_hooks_and_data(py::module_& m) {
                 m->grad_accumulator.reset();
             }
             TensorImpl* dst = t.impl();
+            EMBER_CHECK(src.layout() == t.layout(),
+                        "Attempted to call `variable.set_data(tensor)`, but `variable` and "
+                        "`tensor` have incompatible tensor type.");
+            if (src.is_sparse())
+              dst->sparse = std::make_shared<SparseCooParts>(*src.impl()->sparse);
             dst->storage = src.storage();
             dst->sizes = src.sizes();
             dst->strides = src.strides();

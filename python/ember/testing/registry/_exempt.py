@@ -223,4 +223,8 @@ EXEMPT = {
     'use_deterministic_algorithms': 'a global setting, not a tensor op: tests/test_backend_flags.py',
     'vstack': 'hand-written tests (not yet a registry entry): tests/test_autograd_join_sort.py, tests/test_join_sort.py',
     'zeros_like': 'hand-written tests (not yet a registry entry): tests/test_factories.py, tests/test_nn_conv.py, tests/test_nn_embedding.py',
+    'Tensor.indices': 'sparse COO accessor (no math; not differentiable, as PyTorch): tests/test_sparse.py',
+    'Tensor.is_coalesced': 'sparse COO flag query: tests/test_sparse.py',
+    'Tensor.sparse_dim': 'sparse COO shape query: tests/test_sparse.py',
+    'Tensor.dense_dim': 'sparse COO shape query: tests/test_sparse.py',
 }
