@@ -138,7 +138,7 @@ def _run(lib, task, world, threads):
                                str(world), str(port), str(threads)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env) for r in range(world)]
     outs = [p.communicate(timeout=900) for p in procs]
-    for p, (o, e) in zip(procs, outs):
+    for p, (_o, e) in zip(procs, outs):
         if p.returncode != 0:
             raise RuntimeError(f"{lib} {task} worker failed:\n{e[-3000:]}")
     return json.loads(outs[0][0].strip().splitlines()[-1])

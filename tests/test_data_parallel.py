@@ -7,7 +7,14 @@ import pytest
 
 import ember
 import ember.nn as nn
-from ember.nn.parallel import DataParallel, data_parallel, gather, parallel_apply, replicate, scatter
+from ember.nn.parallel import (
+    DataParallel,
+    data_parallel,
+    gather,
+    parallel_apply,
+    replicate,
+    scatter,
+)
 
 
 def model():

@@ -3,10 +3,10 @@ on loopback), compared with NumPy: each rank's input is a known function of its 
 expected result is computed here from all of them."""
 import numpy as np
 import pytest
+from dist_helpers import assert_close, run_ranks
 
 import ember
 import ember.distributed as dist
-from dist_helpers import assert_close, run_ranks
 
 pytestmark = pytest.mark.skipif(not dist.is_gloo_available(), reason="built without Gloo")
 

@@ -4,12 +4,12 @@ rank), whatever the bucketing, hooks or options; no_sync, unused parameters, sta
 comm hooks, join with uneven inputs, SyncBatchNorm. Plus the engine pieces DDP stands on."""
 import numpy as np
 import pytest
+from dist_helpers import assert_close, collect, launch, run_ranks
 
 import ember
 import ember.distributed as dist
 import ember.nn as nn
 import ember.nn.functional as F
-from dist_helpers import assert_close, collect, launch, run_ranks
 from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
 from ember.nn.parallel import DistributedDataParallel as DDP
 
@@ -111,7 +111,7 @@ CONFIGS = [(2, n) for n in OPTIONS] + [(4, "default"), (4, "tiny_buckets_view")]
 def test_ddp_matches_one_process(world, name):
     ref = reference(world)
     results = run_ranks(body_train, world, (OPTIONS[name],))
-    for rank, (ps, _, rebuilt) in enumerate(results):
+    for ps, _, rebuilt in results:
         for got, exp in zip(ps, ref):
             assert_close(got, exp, rtol=1e-4, atol=1e-5)
         for got, exp in zip(ps, results[0][0]):

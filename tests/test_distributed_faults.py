@@ -6,10 +6,10 @@ import signal
 import time
 
 import pytest
+from dist_helpers import collect, kill_all, launch
 
 import ember
 import ember.distributed as dist
-from dist_helpers import collect, kill_all, launch
 
 pytestmark = pytest.mark.skipif(not dist.is_gloo_available(), reason="built without Gloo")
 

@@ -176,14 +176,14 @@ def test_two_nodes_on_two_loopback_addresses(tmp_path):
             if n.poll() is None:
                 n.kill()
                 n.wait()
-    for n, (out, err) in zip(nodes, outs):
+    for n, (_out, err) in zip(nodes, outs):
         assert n.returncode == 0, err
     rows = parse(outs[0][0] + outs[1][0])
     assert [r[0]["RANK"] for r in rows] == ["0", "1"]
     assert [r[0]["GROUP_RANK"] for r in rows] == ["0", "1"]
     assert all(r[0]["WORLD_SIZE"] == "2" and r[0]["LOCAL_WORLD_SIZE"] == "1" for r in rows)
     assert all(r[1] == 3.0 for r in rows)
-    assert "ADDR 127.0.0.1:" in rows[0][2] and "ADDR 127.0.0.2:" in rows[1][2]
+    assert "ADDR 127.0.0.1 " in rows[0][2] and "ADDR 127.0.0.2 " in rows[1][2]
 
 
 def test_bad_arguments():
@@ -217,10 +217,10 @@ def test_ddp_example_through_the_launcher(tmp_path):
     except (RuntimeError, FileNotFoundError) as e:
         pytest.skip(f"FashionMNIST is not installed ({e})")
     r = launch(["--standalone", "--nproc-per-node", "2", "-m", "ember.examples.ddp_fashion_mnist",
-                "--epochs", "2", "--limit", "2000", "--batch-size", "32"], timeout=240)
+                "--epochs", "2", "--limit", "4000", "--batch-size", "32"], timeout=240)
     assert r.returncode == 0, r.stderr
-    assert "world size 2: 1000 of 2000 images per process" in r.stdout
+    assert "world size 2: 2000 of 4000 images per process" in r.stdout
     assert "replicas identical: True" in r.stdout
     acc = [float(line.split("test accuracy ")[1].split("%")[0])
            for line in r.stdout.splitlines() if "test accuracy" in line]
-    assert len(acc) == 2 and acc[-1] > 40.0, r.stdout
+    assert len(acc) == 2 and acc[-1] > 60.0, r.stdout

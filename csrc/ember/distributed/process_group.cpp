@@ -297,7 +297,8 @@ std::exception_ptr ProcessGroup::failure(const std::string& op, int64_t seq,
   Millis grace = std::min(Millis(3000), std::max(timeout_ / 2, Millis(500)));
   std::string why = explain_failure(seq, grace);
   std::string msg = "[Rank " + std::to_string(rank_) + "] " + op;
-  if (seq > 0) msg += " (collective #" + std::to_string(seq) + " on this " + backend_name() + " group)";
+  if (seq > 0)
+    msg += " (collective #" + std::to_string(seq) + " on this " + backend_name() + " group)";
   msg += " failed: " + what;
   if (!why.empty()) msg += ". " + why;
   return std::make_exception_ptr(DistError(DistErrorKind::Backend, msg));
@@ -366,8 +367,8 @@ void check_rank(int r, int size, const char* op, const char* what) {
 
 void check_reduce_op(ReduceOp op, DType dtype, const char* op_name) {
   bool bitwise = op == ReduceOp::BAND || op == ReduceOp::BOR || op == ReduceOp::BXOR;
-  EMBER_CHECK_TYPE(!bitwise || is_integral(dtype, true), op_name, ": ReduceOp.",
-                   reduce_op_name(op), " needs an integer or bool tensor, got ", dtype_name(dtype));
+  EMBER_CHECK_TYPE(!bitwise || is_integral(dtype, true), op_name, ": ReduceOp.", reduce_op_name(op),
+                   " needs an integer or bool tensor, got ", dtype_name(dtype));
   EMBER_CHECK_VALUE(op != ReduceOp::PREMUL_SUM, op_name,
                     ": ReduceOp.PREMUL_SUM is only supported by the nccl backend");
 }
@@ -402,8 +403,8 @@ bool backend_registered(const std::string& name) {
 }
 
 std::shared_ptr<ProcessGroup> create_process_group(const std::string& name,
-                                                   std::shared_ptr<Store> store, int rank,
-                                                   int size, const BackendOptions& opts) {
+                                                   std::shared_ptr<Store> store, int rank, int size,
+                                                   const BackendOptions& opts) {
   BackendFactory f;
   {
     std::lock_guard<std::mutex> g(registry_mu());

@@ -91,7 +91,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   Millis timeout() const { return timeout_; }
   const std::shared_ptr<Store>& store() const { return store_; }
   virtual std::string backend_name() const = 0;
-  /// Where this process's engine listens ("127.0.0.1:4321"), for messages and tests.
+  /// The address this process's engine listens on ("127.0.0.1"; NCCL: its device), for tests.
   virtual std::string engine_address() const { return ""; }
 
   // The operations (PyTorch's ProcessGroup API, one tensor per process). Arguments are
@@ -203,7 +203,7 @@ struct BackendOptions {
   Millis timeout{1800000};
   std::string local_address;  // the address this process's engine listens on ("" : default)
   std::string group_name;
-  int device_index = -1;      // NCCL: the GPU of this process
+  int device_index = -1;  // NCCL: the GPU of this process
 };
 using BackendFactory = std::function<std::shared_ptr<ProcessGroup>(
     std::shared_ptr<Store>, int rank, int size, const BackendOptions&)>;
@@ -212,7 +212,7 @@ using BackendFactory = std::function<std::shared_ptr<ProcessGroup>(
 void register_backend(const std::string& name, BackendFactory f);
 bool backend_registered(const std::string& name);
 std::shared_ptr<ProcessGroup> create_process_group(const std::string& name,
-                                                   std::shared_ptr<Store> store, int rank,
-                                                   int size, const BackendOptions& opts);
+                                                   std::shared_ptr<Store> store, int rank, int size,
+                                                   const BackendOptions& opts);
 
 }  // namespace ember::distributed

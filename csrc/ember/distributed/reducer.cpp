@@ -79,7 +79,8 @@ compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
     }
   }
   for (auto& [k, a] : open)
-    if (!a.indices.empty()) out.push_back({a.indices, limits[std::min(a.limit_i, limits.size() - 1)]});
+    if (!a.indices.empty())
+      out.push_back({a.indices, limits[std::min(a.limit_i, limits.size() - 1)]});
   if (order.empty())
     std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) {
       return *std::min_element(a.first.begin(), a.first.end()) <
@@ -94,8 +95,8 @@ compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
   return {buckets, sizes};
 }
 
-void broadcast_coalesced(ProcessGroup& pg, const std::vector<Tensor>& tensors,
-                         int64_t buffer_size, int src) {
+void broadcast_coalesced(ProcessGroup& pg, const std::vector<Tensor>& tensors, int64_t buffer_size,
+                         int src) {
   autograd::GradModeGuard no_grad(false);
   std::map<std::pair<int, std::string>, std::pair<std::vector<Tensor>, int64_t>> open;
   auto flush = [&](std::vector<Tensor>& ts) {
@@ -201,14 +202,15 @@ void Reducer::initialize_buckets(const std::vector<std::vector<int64_t>>& indice
     int64_t total = 0;
     const Tensor& first = params_.at(size_t(vars[0]));
     for (int64_t v : vars) {
-      EMBER_CHECK_INDEX(v >= 0 && size_t(v) < params_.size(), "DistributedDataParallel: ",
-                        "bucket ", b, " names parameter ", v, " of ", params_.size());
-      EMBER_CHECK_VALUE(loc[size_t(v)].first == SIZE_MAX, "DistributedDataParallel: ",
-                        param_name(v), " is in two buckets");
+      EMBER_CHECK_INDEX(v >= 0 && size_t(v) < params_.size(),
+                        "DistributedDataParallel: ", "bucket ", b, " names parameter ", v, " of ",
+                        params_.size());
+      EMBER_CHECK_VALUE(loc[size_t(v)].first == SIZE_MAX,
+                        "DistributedDataParallel: ", param_name(v), " is in two buckets");
       const Tensor& p = params_[size_t(v)];
       EMBER_CHECK_TYPE(p.dtype() == first.dtype() && p.device() == first.device(),
-                       "DistributedDataParallel: a bucket mixes dtypes or devices (",
-                       param_name(v), ")");
+                       "DistributedDataParallel: a bucket mixes dtypes or devices (", param_name(v),
+                       ")");
       total += p.numel();
     }
     bk.gradients = zeros({total}, first.dtype(), first.device());
@@ -285,8 +287,8 @@ void Reducer::ensure_prior_reduction_finished() {
         "If you already have done the above, then the distributed data parallel module wasn't "
         "able to locate the output tensors in the return value of your module's `forward` "
         "function.\nParameter indices which did not receive grad for rank ",
-        pg_->rank(), ":", missing, names.empty() ? "" : "\nParameters which did not receive grad: ",
-        names);
+        pg_->rank(), ":", missing,
+        names.empty() ? "" : "\nParameters which did not receive grad: ", names);
 }
 
 void Reducer::prepare_for_forward() {
@@ -352,8 +354,9 @@ void Reducer::autograd_hook(int64_t i) {
     for (int64_t u : unused_) mark_variable_ready(u);
   }
   if (static_after_first()) {
-    EMBER_CHECK(hooks_left_[size_t(i)] > 0, "DistributedDataParallel(static_graph=True): ",
-                param_name(i), " received more gradients than in the first iteration. Your "
+    EMBER_CHECK(hooks_left_[size_t(i)] > 0,
+                "DistributedDataParallel(static_graph=True): ", param_name(i),
+                " received more gradients than in the first iteration. Your "
                 "training graph has changed in this iteration, which static_graph=True does not "
                 "allow.");
     if (--hooks_left_[size_t(i)] > 0) return;
@@ -519,10 +522,10 @@ void Reducer::finalize_backward() {
     for (size_t k = 0; k < bk.variables.size(); ++k) {
       int64_t v = bk.variables[k];
       if (unused_everywhere[size_t(v)]) continue;  // no rank used it: .grad stays as it was
-      Tensor out = in_place ? bk.views_in[k]
-                            : reshape(narrow(reshape(res, {res.numel()}), 0, bk.offsets[k],
-                                             bk.lengths[k]),
-                                      params_[size_t(v)].sizes());
+      Tensor out =
+          in_place ? bk.views_in[k]
+                   : reshape(narrow(reshape(res, {res.numel()}), 0, bk.offsets[k], bk.lengths[k]),
+                             params_[size_t(v)].sizes());
       const Tensor& p = params_[size_t(v)];
       Tensor grad = grad_of(p);
       if (opts_.gradient_as_bucket_view) {

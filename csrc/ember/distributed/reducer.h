@@ -24,13 +24,13 @@ compute_bucket_assignment_by_size(const std::vector<Tensor>& tensors,
 
 /// Broadcasts `tensors` from `src`, flattened into buffers of at most `buffer_size` bytes
 /// per dtype and device (PyTorch's _broadcast_coalesced); waits.
-void broadcast_coalesced(ProcessGroup& pg, const std::vector<Tensor>& tensors,
-                         int64_t buffer_size, int src);
+void broadcast_coalesced(ProcessGroup& pg, const std::vector<Tensor>& tensors, int64_t buffer_size,
+                         int src);
 
 /// One bucket as a comm hook sees it (PyTorch's GradBucket).
 struct GradBucket {
   size_t index = 0;
-  Tensor buffer;                 // the flat gradients (the hook may replace it: set_buffer)
+  Tensor buffer;                  // the flat gradients (the hook may replace it: set_buffer)
   std::vector<Tensor> gradients;  // views of `buffer` shaped like the parameters
   std::vector<Tensor> parameters;
   bool is_last = false;
@@ -59,8 +59,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::vector<std::string> param_names;  // for messages
   };
   Reducer(std::vector<Tensor> params, std::vector<std::vector<int64_t>> bucket_indices,
-          std::vector<int64_t> per_bucket_limits, std::shared_ptr<ProcessGroup> pg,
-          Options opts);
+          std::vector<int64_t> per_bucket_limits, std::shared_ptr<ProcessGroup> pg, Options opts);
   ~Reducer();
   /// Registers the autograd hooks (a separate step: they capture a weak pointer to this).
   void install_hooks();
@@ -79,8 +78,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void register_builtin_comm_hook(BuiltinCommHook kind);
   /// Join: the gradients are divided by the number of ranks still training, read from `work`
   /// (an all-reduce of ones), unless `divide_by_initial_world_size`.
-  void set_forward_pass_work_handle(std::shared_ptr<Work> work,
-                                    bool divide_by_initial_world_size);
+  void set_forward_pass_work_handle(std::shared_ptr<Work> work, bool divide_by_initial_world_size);
   /// Join: on a rank out of inputs, the collectives a training rank's backward issues
   /// (one per bucket, then the used-parameter map), with zeros.
   void run_join_shadow();
@@ -142,8 +140,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   Tensor local_used_;  // int32 per parameter
   std::shared_ptr<Work> local_used_work_;
   Tensor global_used_;
-  std::vector<int64_t> hooks_seen_;      // static graph: hook calls per parameter in step 1
-  std::vector<int64_t> hooks_left_;      // static graph: calls left this step
+  std::vector<int64_t> hooks_seen_;  // static graph: hook calls per parameter in step 1
+  std::vector<int64_t> hooks_left_;  // static graph: calls left this step
   std::vector<int64_t> rebuilt_order_;
   bool has_rebuilt_ = false;
   int64_t num_iterations_ = 0;

@@ -67,8 +67,8 @@ void HashStore::wait_locked(std::unique_lock<std::mutex>& lk, const std::vector<
       if (!st_->map.count(k)) return false;
     return true;
   };
-  bool ok = timeout.count() <= 0 ? (st_->cv.wait(lk, ready), true)
-                                 : st_->cv.wait_for(lk, timeout, ready);
+  bool ok =
+      timeout.count() <= 0 ? (st_->cv.wait(lk, ready), true) : st_->cv.wait_for(lk, timeout, ready);
   if (interrupted_) raise_interrupted();
   if (!ok) raise_wait_timeout(timeout, keys);
 }
@@ -236,14 +236,13 @@ struct FileStore::Locked {
     for (;;) {
       fd = ::open(s.path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
       if (fd < 0)
-        raise_dist(DistErrorKind::Store, "FileStore: cannot open ", s.path_, ": ",
-                   strerror(errno));
+        raise_dist(DistErrorKind::Store, "FileStore: cannot open ", s.path_, ": ", strerror(errno));
       while (flock(fd, LOCK_EX) != 0) {
         if (errno != EINTR) {
           int e = errno;
           ::close(fd);
-          raise_dist(DistErrorKind::Store, "FileStore: flock on ", s.path_, " failed: ",
-                     strerror(e));
+          raise_dist(DistErrorKind::Store, "FileStore: flock on ", s.path_,
+                     " failed: ", strerror(e));
         }
       }
       // The last worker of an earlier job may have unlinked the file between our open and

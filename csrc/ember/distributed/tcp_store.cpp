@@ -150,8 +150,8 @@ void resolve(AddrInfo& ai, const std::string& host, int port, bool passive) {
   std::string ps = std::to_string(port);
   int rc = getaddrinfo(passive && wildcard ? nullptr : host.c_str(), ps.c_str(), &hints, &ai.res);
   if (rc != 0)
-    raise_dist(DistErrorKind::Network, "cannot resolve the address '", host, "': ",
-               gai_strerror(rc));
+    raise_dist(DistErrorKind::Network, "cannot resolve the address '", host,
+               "': ", gai_strerror(rc));
 }
 
 std::string sockaddr_host(const sockaddr_storage& ss) {
@@ -232,8 +232,7 @@ class TCPStoreServer {
   int port() const { return port_; }
 
   /// The server of a multi-tenant port, if this process hosts one.
-  static std::shared_ptr<TCPStoreServer> shared(int port, const std::string& host,
-                                                int listen_fd) {
+  static std::shared_ptr<TCPStoreServer> shared(int port, const std::string& host, int listen_fd) {
     static std::mutex mu;
     static std::map<int, std::weak_ptr<TCPStoreServer>> servers;
     std::lock_guard<std::mutex> g(mu);
@@ -442,8 +441,9 @@ class TCPStoreServer {
           char* end = nullptr;
           v = std::strtoll(s.c_str(), &end, 10);
           if (s.empty() || *end)
-            return reply(fd, Writer().u8(FAIL).str("add: the value at key '" + k +
-                                                   "' is not an integer")
+            return reply(fd, Writer()
+                                 .u8(FAIL)
+                                 .str("add: the value at key '" + k + "' is not an integer")
                                  .done());
         }
         v += d;
@@ -695,8 +695,7 @@ int64_t TCPStore::add(const std::string& key, int64_t delta) {
 }
 
 Bytes TCPStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
-  Bytes r =
-      request(Writer().u8(CAS).str(key).str(expected).str(desired).done(), timeout(), {key});
+  Bytes r = request(Writer().u8(CAS).str(key).str(expected).str(desired).done(), timeout(), {key});
   return Reader(r.data(), r.size()).bytes();
 }
 
@@ -724,8 +723,8 @@ void TCPStore::append(const std::string& key, const Bytes& value) {
 }
 
 std::vector<Bytes> TCPStore::multi_get(const std::vector<std::string>& keys) {
-  Bytes r = request(Writer().u8(MULTI_GET).keys(keys).i64(timeout().count()).done(), timeout(),
-                    keys);
+  Bytes r =
+      request(Writer().u8(MULTI_GET).keys(keys).i64(timeout().count()).done(), timeout(), keys);
   Reader rd(r.data(), r.size());
   int64_t n = rd.i64();
   std::vector<Bytes> out;

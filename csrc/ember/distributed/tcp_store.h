@@ -11,8 +11,8 @@ class TCPStoreServer;
 
 struct TCPStoreOptions {
   std::string host;
-  int port = 0;               // the master's port; 0 lets the master pick a free one
-  bool is_master = false;     // host the server in this process
+  int port = 0;            // the master's port; 0 lets the master pick a free one
+  bool is_master = false;  // host the server in this process
   std::optional<int> world_size;
   bool wait_for_workers = true;
   bool multi_tenant = false;  // one server per port, shared by every TCPStore in the process

@@ -82,7 +82,8 @@ void init_ddp(py::module_& root) {
         (void)expect_sparse;
         return compute_bucket_assignment_by_size(tensors, limits, order);
       },
-      py::arg("tensors"), py::arg("bucket_size_limits"), py::arg("expect_sparse_gradient") = py::none(),
+      py::arg("tensors"), py::arg("bucket_size_limits"),
+      py::arg("expect_sparse_gradient") = py::none(),
       py::arg("tensor_indices") = std::vector<int64_t>{}, py::call_guard<Rel>());
   m.def(
       "_broadcast_coalesced",

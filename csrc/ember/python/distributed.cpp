@@ -64,7 +64,7 @@ py::bytes py_bytes(const Bytes& b) {
 Millis millis_arg(py::handle h, Millis dflt) {
   if (h.is_none()) return dflt;
   if (py::isinstance<py::int_>(h) || py::isinstance<py::float_>(h))
-    return Millis(int64_t(h.cast<double>() * 1000.0));  // seconds
+    return Millis(int64_t(h.cast<double>() * 1000.0));                      // seconds
   double ms = h.cast<std::chrono::duration<double, std::milli>>().count();  // a timedelta
   return Millis(int64_t(ms > 0 ? ms : 0));
 }
@@ -157,8 +157,7 @@ void bind_stores(py::module_& m) {
       .def("clone", &Store::clone, py::call_guard<Rel>())
       .def("has_extended_api", [](Store&) { return true; })
       .def(
-          "set_timeout",
-          [](Store& s, py::handle t) { s.set_timeout(millis_arg(t, s.timeout())); },
+          "set_timeout", [](Store& s, py::handle t) { s.set_timeout(millis_arg(t, s.timeout())); },
           py::arg("timeout"))
       .def_property_readonly("timeout", [](Store& s) {
         return std::chrono::duration_cast<std::chrono::microseconds>(s.timeout());
@@ -167,8 +166,8 @@ void bind_stores(py::module_& m) {
   py::class_<TCPStore, Store, std::shared_ptr<TCPStore>>(
       m, "TCPStore", "The store a job reaches over TCP; the master process hosts its server.")
       .def(py::init([](const std::string& host, int port, std::optional<int> world_size,
-                       bool is_master, py::handle timeout, bool wait_for_workers,
-                       bool multi_tenant, std::optional<int> master_listen_fd, bool) {
+                       bool is_master, py::handle timeout, bool wait_for_workers, bool multi_tenant,
+                       std::optional<int> master_listen_fd, bool) {
              TCPStoreOptions o;
              o.host = host;
              o.port = port;
@@ -199,8 +198,7 @@ void bind_stores(py::module_& m) {
            py::arg("file_name"), py::arg("world_size") = -1)
       .def_property_readonly("path", &FileStore::path);
 
-  py::class_<HashStore, Store, std::shared_ptr<HashStore>>(m, "HashStore",
-                                                           "An in-process store.")
+  py::class_<HashStore, Store, std::shared_ptr<HashStore>>(m, "HashStore", "An in-process store.")
       .def(py::init([] { return std::make_shared<HashStore>(); }));
 
   py::class_<PrefixStore, Store, std::shared_ptr<PrefixStore>>(
@@ -336,9 +334,8 @@ void bind_process_group(py::module_& m) {
       .def(
           "_gather",
           [](ProcessGroup& g, const std::vector<Tensor>& outs, const Tensor& in, int root,
-             double to, bool async) {
-            return g.gather(outs, in, op_options(ReduceOp::SUM, root, to, async));
-          },
+             double to,
+             bool async) { return g.gather(outs, in, op_options(ReduceOp::SUM, root, to, async)); },
           py::call_guard<Rel>())
       .def(
           "_scatter",
@@ -350,16 +347,13 @@ void bind_process_group(py::module_& m) {
       .def(
           "_reduce_scatter",
           [](ProcessGroup& g, const Tensor& out, const std::vector<Tensor>& ins, ReduceOp op,
-             double to, bool async) {
-            return g.reduce_scatter(out, ins, op_options(op, 0, to, async));
-          },
+             double to,
+             bool async) { return g.reduce_scatter(out, ins, op_options(op, 0, to, async)); },
           py::call_guard<Rel>())
       .def(
           "_reduce_scatter_tensor",
           [](ProcessGroup& g, const Tensor& out, const Tensor& in, ReduceOp op, double to,
-             bool async) {
-            return g.reduce_scatter_tensor(out, in, op_options(op, 0, to, async));
-          },
+             bool async) { return g.reduce_scatter_tensor(out, in, op_options(op, 0, to, async)); },
           py::call_guard<Rel>())
       .def(
           "_alltoall_base",
@@ -373,9 +367,8 @@ void bind_process_group(py::module_& m) {
       .def(
           "_alltoall",
           [](ProcessGroup& g, const std::vector<Tensor>& outs, const std::vector<Tensor>& ins,
-             double to, bool async) {
-            return g.alltoall(outs, ins, op_options(ReduceOp::SUM, 0, to, async));
-          },
+             double to,
+             bool async) { return g.alltoall(outs, ins, op_options(ReduceOp::SUM, 0, to, async)); },
           py::call_guard<Rel>())
       .def("_send", &ProcessGroup::send, py::call_guard<Rel>())
       .def("_recv", &ProcessGroup::recv, py::call_guard<Rel>())
@@ -406,9 +399,8 @@ void bind_process_group(py::module_& m) {
         py::gil_scoped_release nogil;
         return create_process_group(backend, std::move(store), rank, size, o);
       },
-      py::arg("backend"), py::arg("store"), py::arg("rank"), py::arg("size"),
-      py::arg("timeout"), py::arg("local_address") = "", py::arg("group_name") = "",
-      py::arg("device_index") = -1);
+      py::arg("backend"), py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+      py::arg("local_address") = "", py::arg("group_name") = "", py::arg("device_index") = -1);
 }
 
 }  // namespace
@@ -418,11 +410,9 @@ void init_distributed(py::module_& root) {
   using namespace dist_bindings;
   py::module_ m = root.def_submodule("_distributed", "ember.distributed's C++ half");
   g_dist_error = PyErr_NewException("ember.distributed.DistError", PyExc_RuntimeError, nullptr);
-  g_backend_error =
-      PyErr_NewException("ember.distributed.DistBackendError", g_dist_error, nullptr);
+  g_backend_error = PyErr_NewException("ember.distributed.DistBackendError", g_dist_error, nullptr);
   g_store_error = PyErr_NewException("ember.distributed.DistStoreError", g_dist_error, nullptr);
-  g_network_error =
-      PyErr_NewException("ember.distributed.DistNetworkError", g_dist_error, nullptr);
+  g_network_error = PyErr_NewException("ember.distributed.DistNetworkError", g_dist_error, nullptr);
   m.attr("DistError") = py::handle(g_dist_error);
   m.attr("DistBackendError") = py::handle(g_backend_error);
   m.attr("DistStoreError") = py::handle(g_store_error);

@@ -69,7 +69,7 @@ def main(argv=None):
                                 description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=32, help="per process")
-    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--root", default="data", help="where FashionMNIST's files are looked for")
     p.add_argument("--limit", type=int, default=None,
                    help="use only the first N training and test images (a quick run)")

@@ -12,8 +12,13 @@ from multiprocessing import *  # noqa: F401,F403
 
 from .reductions import init_reductions
 from .spawn import (  # noqa: F401
-    ProcessContext, ProcessException, ProcessExitedException, ProcessRaisedException,
-    SpawnContext, spawn, start_processes,
+    ProcessContext,
+    ProcessException,
+    ProcessExitedException,
+    ProcessRaisedException,
+    SpawnContext,
+    spawn,
+    start_processes,
 )
 
 __all__ = list(multiprocessing.__all__) + [

@@ -221,7 +221,13 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
                iface && *iface ? "interface " + std::string(iface) : "address " + attr.hostname,
                "): ", e.what());
   }
+  // The device describes itself as "tcp, pci=, iface=lo, speed=-1, addr=[127.0.0.1]".
   address_ = device_->str();
+  size_t at = address_.find("addr=[");
+  if (at != std::string::npos) {
+    size_t end = address_.find(']', at);
+    address_ = address_.substr(at + 6, end == std::string::npos ? end : end - at - 6);
+  }
   start_responder();
 }
 
@@ -339,8 +345,8 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce(const Tensor& t, const OpOptions&
       o.async_op);
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& outs,
-                                                  const Tensor& in, const OpOptions& o) {
+std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& outs, const Tensor& in,
+                                                  const OpOptions& o) {
   check_cpu(in, "all_gather");
   EMBER_CHECK_VALUE(int(outs.size()) == size_,
                     "all_gather: the output list must have one tensor per rank of the group: "
@@ -595,8 +601,8 @@ std::shared_ptr<Work> ProcessGroupGloo::alltoall_base(const Tensor& out, const T
     int64_t row = rows ? t.numel() / rows : 0;
     std::vector<int64_t> c(static_cast<size_t>(size_));
     if (splits.empty()) {
-      EMBER_CHECK_VALUE(rows % size_ == 0, "all_to_all_single: the ", what,
-                        "'s first dimension (", rows, ") must divide evenly among ", size_,
+      EMBER_CHECK_VALUE(rows % size_ == 0, "all_to_all_single: the ", what, "'s first dimension (",
+                        rows, ") must divide evenly among ", size_,
                         " ranks when no split sizes are given");
       for (auto& x : c) x = rows / size_ * row;
     } else {
@@ -609,8 +615,8 @@ std::shared_ptr<Work> ProcessGroupGloo::alltoall_base(const Tensor& out, const T
         c[i] = splits[i] * row;
         total += splits[i];
       }
-      EMBER_CHECK_VALUE(total == rows, "all_to_all_single: ", what, "_split_sizes sum to ",
-                        total, " but the ", what, " has ", rows, " rows");
+      EMBER_CHECK_VALUE(total == rows, "all_to_all_single: ", what, "_split_sizes sum to ", total,
+                        " but the ", what, " has ", rows, " rows");
     }
     return c;
   };
@@ -623,8 +629,8 @@ std::shared_ptr<Work> ProcessGroupGloo::alltoall(const std::vector<Tensor>& outs
                                                  const std::vector<Tensor>& ins,
                                                  const OpOptions& o) {
   EMBER_CHECK_VALUE(int(outs.size()) == size_ && int(ins.size()) == size_,
-                    "all_to_all: the input and output lists must have one tensor per rank (",
-                    size_, "), got ", ins.size(), " and ", outs.size());
+                    "all_to_all: the input and output lists must have one tensor per rank (", size_,
+                    "), got ", ins.size(), " and ", outs.size());
   std::vector<int64_t> in_c, out_c;
   for (int r = 0; r < size_; ++r) {
     check_cpu(ins[r], "all_to_all");
@@ -759,8 +765,7 @@ struct GlooP2PWork : Work {
 
 std::exception_ptr ProcessGroupGloo::p2p_failure(const std::string& op, int peer,
                                                  const std::string& what) {
-  return failure(op + (peer >= 0 ? " with rank " + std::to_string(peer) : std::string()), 0,
-                 what);
+  return failure(op + (peer >= 0 ? " with rank " + std::to_string(peer) : std::string()), 0, what);
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::send(const Tensor& t, int dst, int tag) {
@@ -775,8 +780,8 @@ std::shared_ptr<Work> ProcessGroupGloo::send(const Tensor& t, int dst, int tag) 
   w->pg = this;
   w->group = shared_from_this();
   w->peer = dst;
-  w->buf = ctx_->createUnboundBuffer(st->buf.data_ptr(), size_t(st->buf.numel()) *
-                                                             size_t(st->buf.element_size()));
+  w->buf = ctx_->createUnboundBuffer(st->buf.data_ptr(),
+                                     size_t(st->buf.numel()) * size_t(st->buf.element_size()));
   w->buf->send(dst, uint64_t(tag));
   return w;
 }
@@ -796,8 +801,8 @@ std::shared_ptr<Work> ProcessGroupGloo::recv(const Tensor& t, int src, int tag) 
   w->pg = this;
   w->group = shared_from_this();
   w->peer = src;
-  w->buf = ctx_->createUnboundBuffer(st->buf.data_ptr(), size_t(st->buf.numel()) *
-                                                             size_t(st->buf.element_size()));
+  w->buf = ctx_->createUnboundBuffer(st->buf.data_ptr(),
+                                     size_t(st->buf.numel()) * size_t(st->buf.element_size()));
   if (src >= 0) {
     w->buf->recv(src, uint64_t(tag));
   } else {

@@ -144,7 +144,7 @@ ncclDataType_t nccl_dtype(DType dt, const char* op) {
 
 ncclRedOp_t nccl_op(ReduceOp op, DType dt, const char* name) {
   if (dt == DType::Bool && (op == ReduceOp::SUM || op == ReduceOp::AVG)) return ncclMax;  // or
-  if (dt == DType::Bool && op == ReduceOp::PRODUCT) return ncclMin;                     // and
+  if (dt == DType::Bool && op == ReduceOp::PRODUCT) return ncclMin;                       // and
   switch (op) {
     case ReduceOp::SUM:
       return ncclSum;
@@ -234,8 +234,8 @@ class ProcessGroupNCCL : public ProcessGroup {
     ncclUniqueId id;
     if (rank == 0) {
       check_nccl(api.GetUniqueId(&id), "ncclGetUniqueId");
-      store_->set("nccl_unique_id",
-                  Bytes(reinterpret_cast<uint8_t*>(&id), reinterpret_cast<uint8_t*>(&id) + sizeof(id)));
+      store_->set("nccl_unique_id", Bytes(reinterpret_cast<uint8_t*>(&id),
+                                          reinterpret_cast<uint8_t*>(&id) + sizeof(id)));
     } else {
       Bytes b = store_->get("nccl_unique_id");
       EMBER_CHECK(b.size() == sizeof(id), "nccl: malformed unique id in the store");
@@ -264,11 +264,14 @@ class ProcessGroupNCCL : public ProcessGroup {
     auto st = std::make_shared<Staged>(t);
     ncclRedOp_t op = nccl_op(o.op, t.dtype(), "all_reduce");
     ncclDataType_t dt = nccl_dtype(t.dtype(), "all_reduce");
-    return enqueue("all_reduce", {t}, {st->buf}, [=](cudaStream_t s) {
-      check_nccl(nccl().AllReduce(st->buf.data_ptr(), st->buf.data_ptr(), size_t(t.numel()), dt,
-                                  op, comm_, s),
-                 "ncclAllReduce");
-    }, [st] { st->write_back(); });
+    return enqueue(
+        "all_reduce", {t}, {st->buf},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().AllReduce(st->buf.data_ptr(), st->buf.data_ptr(), size_t(t.numel()), dt,
+                                      op, comm_, s),
+                     "ncclAllReduce");
+        },
+        [st] { st->write_back(); });
   }
   std::shared_ptr<Work> broadcast(const Tensor& t, const OpOptions& o) override {
     check(t, "broadcast");
@@ -276,11 +279,14 @@ class ProcessGroupNCCL : public ProcessGroup {
     auto st = std::make_shared<Staged>(t);
     ncclDataType_t dt = nccl_dtype(t.dtype(), "broadcast");
     int root = o.root;
-    return enqueue("broadcast", {t}, {st->buf}, [=](cudaStream_t s) {
-      check_nccl(nccl().Broadcast(st->buf.data_ptr(), st->buf.data_ptr(), size_t(t.numel()), dt,
-                                  root, comm_, s),
-                 "ncclBroadcast");
-    }, [st] { st->write_back(); });
+    return enqueue(
+        "broadcast", {t}, {st->buf},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().Broadcast(st->buf.data_ptr(), st->buf.data_ptr(), size_t(t.numel()), dt,
+                                      root, comm_, s),
+                     "ncclBroadcast");
+        },
+        [st] { st->write_back(); });
   }
   std::shared_ptr<Work> reduce(const Tensor& t, const OpOptions& o) override {
     check(t, "reduce");
@@ -289,28 +295,37 @@ class ProcessGroupNCCL : public ProcessGroup {
     ncclRedOp_t op = nccl_op(o.op, t.dtype(), "reduce");
     ncclDataType_t dt = nccl_dtype(t.dtype(), "reduce");
     int root = o.root;
-    return enqueue("reduce", {t}, {st->buf}, [=](cudaStream_t s) {
-      check_nccl(nccl().Reduce(st->buf.data_ptr(), st->buf.data_ptr(), size_t(t.numel()), dt, op,
-                               root, comm_, s),
-                 "ncclReduce");
-    }, [st] { st->write_back(); });
+    return enqueue(
+        "reduce", {t}, {st->buf},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().Reduce(st->buf.data_ptr(), st->buf.data_ptr(), size_t(t.numel()), dt,
+                                   op, root, comm_, s),
+                     "ncclReduce");
+        },
+        [st] { st->write_back(); });
   }
   std::shared_ptr<Work> allgather(const std::vector<Tensor>& outs, const Tensor& in,
                                   const OpOptions& o) override {
     check(in, "all_gather");
-    EMBER_CHECK_VALUE(int(outs.size()) == size_, "all_gather: the output list must have one "
-                      "tensor per rank (", size_, "), got ", outs.size());
+    EMBER_CHECK_VALUE(int(outs.size()) == size_,
+                      "all_gather: the output list must have one "
+                      "tensor per rank (",
+                      size_, "), got ", outs.size());
     check_same_meta(outs, in, "all_gather", "tensor_list");
     Tensor src = contiguous(in);
     Tensor flat = empty({in.numel() * size_}, in.dtype(), in.device());
     ncclDataType_t dt = nccl_dtype(in.dtype(), "all_gather");
     int64_t n = in.numel();
-    return enqueue("all_gather", outs, {src, flat}, [=](cudaStream_t s) {
-      check_nccl(nccl().AllGather(src.data_ptr(), flat.data_ptr(), size_t(n), dt, comm_, s),
-                 "ncclAllGather");
-    }, [=] {
-      for (int r = 0; r < size_; ++r) copy_(outs[r], reshape(narrow(flat, 0, r * n, n), outs[r].sizes()));
-    });
+    return enqueue(
+        "all_gather", outs, {src, flat},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().AllGather(src.data_ptr(), flat.data_ptr(), size_t(n), dt, comm_, s),
+                     "ncclAllGather");
+        },
+        [=] {
+          for (int r = 0; r < size_; ++r)
+            copy_(outs[r], reshape(narrow(flat, 0, r * n, n), outs[r].sizes()));
+        });
   }
   std::shared_ptr<Work> allgather_into_tensor(const Tensor& out, const Tensor& in,
                                               const OpOptions& o) override {
@@ -322,10 +337,13 @@ class ProcessGroupNCCL : public ProcessGroup {
     auto st = std::make_shared<Staged>(out);
     ncclDataType_t dt = nccl_dtype(in.dtype(), "all_gather_into_tensor");
     int64_t n = in.numel();
-    return enqueue("all_gather_into_tensor", {out}, {src, st->buf}, [=](cudaStream_t s) {
-      check_nccl(nccl().AllGather(src.data_ptr(), st->buf.data_ptr(), size_t(n), dt, comm_, s),
-                 "ncclAllGather");
-    }, [st] { st->write_back(); });
+    return enqueue(
+        "all_gather_into_tensor", {out}, {src, st->buf},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().AllGather(src.data_ptr(), st->buf.data_ptr(), size_t(n), dt, comm_, s),
+                     "ncclAllGather");
+        },
+        [st] { st->write_back(); });
   }
   std::shared_ptr<Work> gather(const std::vector<Tensor>& outs, const Tensor& in,
                                const OpOptions& o) override {
@@ -338,20 +356,24 @@ class ProcessGroupNCCL : public ProcessGroup {
     Tensor flat = rank_ == root ? empty({n * size_}, in.dtype(), in.device()) : Tensor();
     ncclDataType_t dt = nccl_dtype(in.dtype(), "gather");
     size_t esz = size_t(in.element_size());
-    return enqueue("gather", outs, {src, flat}, [=](cudaStream_t s) {
-      check_nccl(nccl().GroupStart(), "ncclGroupStart");
-      if (rank_ == root) {
-        for (int r = 0; r < size_; ++r)
-          check_nccl(nccl().Recv(flat.data_ptr() + size_t(r * n) * esz, size_t(n), dt, r, comm_, s),
-                     "ncclRecv");
-      }
-      check_nccl(nccl().Send(src.data_ptr(), size_t(n), dt, root, comm_, s), "ncclSend");
-      check_nccl(nccl().GroupEnd(), "ncclGroupEnd");
-    }, [=] {
-      if (rank_ == root)
-        for (int r = 0; r < size_; ++r)
-          copy_(outs[r], reshape(narrow(flat, 0, r * n, n), outs[r].sizes()));
-    });
+    return enqueue(
+        "gather", outs, {src, flat},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().GroupStart(), "ncclGroupStart");
+          if (rank_ == root) {
+            for (int r = 0; r < size_; ++r)
+              check_nccl(
+                  nccl().Recv(flat.data_ptr() + size_t(r * n) * esz, size_t(n), dt, r, comm_, s),
+                  "ncclRecv");
+          }
+          check_nccl(nccl().Send(src.data_ptr(), size_t(n), dt, root, comm_, s), "ncclSend");
+          check_nccl(nccl().GroupEnd(), "ncclGroupEnd");
+        },
+        [=] {
+          if (rank_ == root)
+            for (int r = 0; r < size_; ++r)
+              copy_(outs[r], reshape(narrow(flat, 0, r * n, n), outs[r].sizes()));
+        });
   }
   std::shared_ptr<Work> scatter(const Tensor& out, const std::vector<Tensor>& ins,
                                 const OpOptions& o) override {
@@ -366,21 +388,26 @@ class ProcessGroupNCCL : public ProcessGroup {
     size_t n = size_t(out.numel());
     std::vector<Tensor> keep = srcs;
     keep.push_back(st->buf);
-    return enqueue("scatter", {out}, keep, [=](cudaStream_t s) {
-      check_nccl(nccl().GroupStart(), "ncclGroupStart");
-      if (rank_ == root)
-        for (int r = 0; r < size_; ++r)
-          check_nccl(nccl().Send(srcs[r].data_ptr(), n, dt, r, comm_, s), "ncclSend");
-      check_nccl(nccl().Recv(st->buf.data_ptr(), n, dt, root, comm_, s), "ncclRecv");
-      check_nccl(nccl().GroupEnd(), "ncclGroupEnd");
-    }, [st] { st->write_back(); });
+    return enqueue(
+        "scatter", {out}, keep,
+        [=](cudaStream_t s) {
+          check_nccl(nccl().GroupStart(), "ncclGroupStart");
+          if (rank_ == root)
+            for (int r = 0; r < size_; ++r)
+              check_nccl(nccl().Send(srcs[r].data_ptr(), n, dt, r, comm_, s), "ncclSend");
+          check_nccl(nccl().Recv(st->buf.data_ptr(), n, dt, root, comm_, s), "ncclRecv");
+          check_nccl(nccl().GroupEnd(), "ncclGroupEnd");
+        },
+        [st] { st->write_back(); });
   }
   std::shared_ptr<Work> reduce_scatter(const Tensor& out, const std::vector<Tensor>& ins,
                                        const OpOptions& o) override {
     check(out, "reduce_scatter");
     check_same_meta(ins, out, "reduce_scatter", "input_list");
-    EMBER_CHECK_VALUE(int(ins.size()) == size_, "reduce_scatter: the input list must have one "
-                      "tensor per rank (", size_, "), got ", ins.size());
+    EMBER_CHECK_VALUE(int(ins.size()) == size_,
+                      "reduce_scatter: the input list must have one "
+                      "tensor per rank (",
+                      size_, "), got ", ins.size());
     std::vector<Tensor> flat;
     for (auto& t : ins) flat.push_back(reshape(contiguous(t), {t.numel()}));
     return reduce_scatter_impl("reduce_scatter", out, cat(flat, 0), o);
@@ -403,8 +430,7 @@ class ProcessGroupNCCL : public ProcessGroup {
     auto counts = [&](const Tensor& t, const std::vector<int64_t>& sp) {
       int64_t rows = t.dim() ? t.size(0) : 1, row = rows ? t.numel() / rows : 0;
       std::vector<int64_t> c(size_t(size_), 0);
-      for (int r = 0; r < size_; ++r)
-        c[r] = (sp.empty() ? rows / size_ : sp.at(size_t(r))) * row;
+      for (int r = 0; r < size_; ++r) c[r] = (sp.empty() ? rows / size_ : sp.at(size_t(r))) * row;
       return c;
     };
     return alltoallv("all_to_all_single", {out}, {in}, counts(in, in_splits),
@@ -428,9 +454,13 @@ class ProcessGroupNCCL : public ProcessGroup {
     check_rank(dst, size_, "send", "destination");
     Tensor src = contiguous(t);
     ncclDataType_t dt = nccl_dtype(t.dtype(), "send");
-    return enqueue("send", {t}, {src}, [=](cudaStream_t s) {
-      check_nccl(nccl().Send(src.data_ptr(), size_t(src.numel()), dt, dst, comm_, s), "ncclSend");
-    }, nullptr, /*collective=*/false);
+    return enqueue(
+        "send", {t}, {src},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().Send(src.data_ptr(), size_t(src.numel()), dt, dst, comm_, s),
+                     "ncclSend");
+        },
+        nullptr, /*collective=*/false);
   }
   std::shared_ptr<Work> recv(const Tensor& t, int src, int) override {
     check(t, "recv");
@@ -438,19 +468,26 @@ class ProcessGroupNCCL : public ProcessGroup {
     check_rank(src, size_, "recv", "source");
     auto st = std::make_shared<Staged>(t);
     ncclDataType_t dt = nccl_dtype(t.dtype(), "recv");
-    auto w = enqueue("recv", {t}, {st->buf}, [=](cudaStream_t s) {
-      check_nccl(nccl().Recv(st->buf.data_ptr(), size_t(st->buf.numel()), dt, src, comm_, s),
-                 "ncclRecv");
-    }, [st] { st->write_back(); }, /*collective=*/false);
+    auto w = enqueue(
+        "recv", {t}, {st->buf},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().Recv(st->buf.data_ptr(), size_t(st->buf.numel()), dt, src, comm_, s),
+                     "ncclRecv");
+        },
+        [st] { st->write_back(); }, /*collective=*/false);
     w->set_source_rank(src);
     return w;
   }
   std::shared_ptr<Work> barrier(const OpOptions& o) override {
     Tensor one = ones({1}, DType::Float32, Device(DeviceType::CUDA, device_));
-    auto w = std::static_pointer_cast<NcclWork>(enqueue("barrier", {}, {one}, [=](cudaStream_t s) {
-      check_nccl(nccl().AllReduce(one.data_ptr(), one.data_ptr(), 1, ncclFloat32, ncclSum, comm_, s),
-                 "ncclAllReduce");
-    }, nullptr));
+    auto w = std::static_pointer_cast<NcclWork>(enqueue(
+        "barrier", {}, {one},
+        [=](cudaStream_t s) {
+          check_nccl(
+              nccl().AllReduce(one.data_ptr(), one.data_ptr(), 1, ncclFloat32, ncclSum, comm_, s),
+              "ncclAllReduce");
+        },
+        nullptr));
     w->blocking = true;
     return w;
   }
@@ -461,14 +498,17 @@ class ProcessGroupNCCL : public ProcessGroup {
     EMBER_CHECK(t.device().is_cuda(), op, ": the nccl backend takes CUDA tensors, got one on ",
                 t.device().str(), " (use the gloo backend for CPU tensors)");
     int idx = t.device().index < 0 ? cuda::current_device() : t.device().index;
-    EMBER_CHECK(idx == device_, op, ": the tensor is on cuda:", idx, " but this process's group "
-                "uses cuda:", device_, " (init_process_group(device_id=...) or "
+    EMBER_CHECK(idx == device_, op, ": the tensor is on cuda:", idx,
+                " but this process's group "
+                "uses cuda:",
+                device_,
+                " (init_process_group(device_id=...) or "
                 "ember.cuda.set_device picks it)");
   }
 
   std::shared_ptr<Work> enqueue(const char* op, std::vector<Tensor> outs, std::vector<Tensor> keep,
-                                std::function<void(cudaStream_t)> body,
-                                std::function<void()> after, bool collective = true) {
+                                std::function<void(cudaStream_t)> body, std::function<void()> after,
+                                bool collective = true) {
     int64_t seq = collective ? issue(op) : 0;
     EMBER_CHECK(!closed_, op, ": the process group was destroyed");
     DeviceGuard guard(device_);
@@ -503,10 +543,14 @@ class ProcessGroupNCCL : public ProcessGroup {
     ncclRedOp_t rop = nccl_op(o.op, out.dtype(), op);
     ncclDataType_t dt = nccl_dtype(out.dtype(), op);
     size_t n = size_t(out.numel());
-    return enqueue(op, {out}, {flat, st->buf}, [=](cudaStream_t s) {
-      check_nccl(nccl().ReduceScatter(flat.data_ptr(), st->buf.data_ptr(), n, dt, rop, comm_, s),
-                 "ncclReduceScatter");
-    }, [st] { st->write_back(); });
+    return enqueue(
+        op, {out}, {flat, st->buf},
+        [=](cudaStream_t s) {
+          check_nccl(
+              nccl().ReduceScatter(flat.data_ptr(), st->buf.data_ptr(), n, dt, rop, comm_, s),
+              "ncclReduceScatter");
+        },
+        [st] { st->write_back(); });
   }
 
   std::shared_ptr<Work> alltoallv(const char* op, std::vector<Tensor> outs, std::vector<Tensor> ins,
@@ -519,29 +563,34 @@ class ProcessGroupNCCL : public ProcessGroup {
     Tensor dst = empty({total}, ins[0].dtype(), ins[0].device());
     ncclDataType_t dt = nccl_dtype(ins[0].dtype(), op);
     size_t esz = size_t(ins[0].element_size());
-    return enqueue(op, outs, {src, dst}, [=](cudaStream_t s) {
-      check_nccl(nccl().GroupStart(), "ncclGroupStart");
-      int64_t io = 0, oo = 0;
-      for (int r = 0; r < size_; ++r) {
-        check_nccl(nccl().Send(src.data_ptr() + size_t(io) * esz, size_t(ic[r]), dt, r, comm_, s),
-                   "ncclSend");
-        check_nccl(nccl().Recv(dst.data_ptr() + size_t(oo) * esz, size_t(oc[r]), dt, r, comm_, s),
-                   "ncclRecv");
-        io += ic[r];
-        oo += oc[r];
-      }
-      check_nccl(nccl().GroupEnd(), "ncclGroupEnd");
-    }, [=] {
-      if (outs.size() == 1) {
-        copy_(outs[0], reshape(dst, outs[0].sizes()));
-        return;
-      }
-      int64_t off = 0;
-      for (size_t r = 0; r < outs.size(); ++r) {
-        copy_(outs[r], reshape(narrow(dst, 0, off, oc[r]), outs[r].sizes()));
-        off += oc[r];
-      }
-    });
+    return enqueue(
+        op, outs, {src, dst},
+        [=](cudaStream_t s) {
+          check_nccl(nccl().GroupStart(), "ncclGroupStart");
+          int64_t io = 0, oo = 0;
+          for (int r = 0; r < size_; ++r) {
+            check_nccl(
+                nccl().Send(src.data_ptr() + size_t(io) * esz, size_t(ic[r]), dt, r, comm_, s),
+                "ncclSend");
+            check_nccl(
+                nccl().Recv(dst.data_ptr() + size_t(oo) * esz, size_t(oc[r]), dt, r, comm_, s),
+                "ncclRecv");
+            io += ic[r];
+            oo += oc[r];
+          }
+          check_nccl(nccl().GroupEnd(), "ncclGroupEnd");
+        },
+        [=] {
+          if (outs.size() == 1) {
+            copy_(outs[0], reshape(dst, outs[0].sizes()));
+            return;
+          }
+          int64_t off = 0;
+          for (size_t r = 0; r < outs.size(); ++r) {
+            copy_(outs[r], reshape(narrow(dst, 0, off, oc[r]), outs[r].sizes()));
+            off += oc[r];
+          }
+        });
   }
 
   // Finishes completed works (Futures) and fails those past the timeout.
@@ -574,11 +623,11 @@ class ProcessGroupNCCL : public ProcessGroup {
         nccl().CommAbort(comm_);
         comm_ = nullptr;
         for (auto& w : late)
-          w->finish(failure(w->op(), w->seq, "timed out after " + std::to_string(timeout_.count()) +
-                                                 " ms" + (async != ncclSuccess
-                                                              ? std::string(" (") +
-                                                                    nccl().GetErrorString(async) + ")"
-                                                              : std::string())));
+          w->finish(failure(
+              w->op(), w->seq,
+              "timed out after " + std::to_string(timeout_.count()) + " ms" +
+                  (async != ncclSuccess ? std::string(" (") + nccl().GetErrorString(async) + ")"
+                                        : std::string())));
         std::lock_guard<std::mutex> g(works_mu_);
         for (auto& w : works_) w->finish(failure(w->op(), w->seq, "the communicator was aborted"));
         works_.clear();

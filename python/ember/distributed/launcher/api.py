@@ -222,6 +222,11 @@ class _Agent:
         deadline = time.monotonic() + self.timeout.total_seconds()
         while time.monotonic() < deadline:
             if int(self.store.add(key, 0)) >= self.nnodes:
+                # The host leaves last: the others tell it they no longer need the store.
+                left = self.store.add(f"{key}/left", 0 if self.hosting else 1)
+                while self.hosting and left < self.nnodes - 1 and time.monotonic() < deadline:
+                    time.sleep(self.c.monitor_interval)
+                    left = self.store.add(f"{key}/left", 0)
                 return
             if self.store.check([f"attempt/{attempt}/failed"]):
                 raise ChildFailedError(self.name, self.remote_failure(f"attempt/{attempt}/failed"))
