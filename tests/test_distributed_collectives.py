@@ -333,3 +333,46 @@ def test_argument_errors(world1):
         dist.gather(ember.ones(2), None, dst=0)
     with pytest.raises(ValueError, match="twice"):
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+
+
+def test_missing_gloo_names_the_package(monkeypatch):
+    # A build without Gloo (no libgloo-dev when CMake ran) has no _C_gloo module.
+    import builtins
+
+    from ember.distributed import distributed_c10d as c10d
+
+    real_import = builtins.__import__
+
+    def no_gloo(name, globals=None, locals=None, fromlist=(), level=0):
+        if fromlist and "_C_gloo" in fromlist:
+            raise ImportError("No module named 'ember._C_gloo'")
+        return real_import(name, globals, locals, fromlist, level)
+
+    monkeypatch.setattr(builtins, "__import__", no_gloo)
+    monkeypatch.setattr(c10d._d, "_backend_registered", lambda name: False)
+    assert not dist.is_gloo_available()
+    with pytest.raises(RuntimeError, match="libgloo-dev"):
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    assert not dist.is_initialized()
+
+
+def body_async_works(rank, world):
+    t = ember.full((4,), float(rank))
+    works = [dist.all_reduce(t, async_op=True), dist.broadcast(ember.ones(2), 0, async_op=True),
+             dist.barrier(async_op=True)]
+    for w in works:
+        assert w.wait() is True and w.is_completed() and w.is_success()
+    peer = 1 - rank
+    r = ember.zeros(3)
+    ws = dist.isend(ember.full((3,), float(rank)), peer), dist.irecv(r, peer)
+    for w in ws:
+        w.wait()
+    return t, r, works[0].result()[0]
+
+
+def test_async_works_and_isend_irecv():
+    results = run_ranks(body_async_works, 2)
+    for rank, (t, r, res) in enumerate(results):
+        np.testing.assert_array_equal(t, np.full(4, 1.0))
+        np.testing.assert_array_equal(res, np.full(4, 1.0))
+        np.testing.assert_array_equal(r, np.full(3, float(1 - rank)))

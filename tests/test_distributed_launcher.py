@@ -76,6 +76,12 @@ def test_underscore_flags_and_env_defaults(tmp_path):
     r = launch(["--standalone", script(tmp_path, ENV_JOB)], env={"PET_NPROC_PER_NODE": "2"})
     assert r.returncode == 0, r.stderr
     assert len(parse(r.stdout)) == 2
+    # c10d-style rendezvous at an endpoint (the launcher that binds it hosts the store)
+    port = dist._d._find_free_port("127.0.0.1")
+    r = launch(["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+                "--nproc-per-node", "2", script(tmp_path, ENV_JOB)])
+    assert r.returncode == 0, r.stderr
+    assert [row[0]["MASTER_PORT"] for row in parse(r.stdout)] == [str(port)] * 2
 
 
 FAIL_JOB = """
