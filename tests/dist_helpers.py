@@ -1,4 +1,6 @@
-"""Running a test body on several ranks: forked processes (fast: no re-import) that meet through
+"""Running a test body on several ranks: processes forked by a forkserver (a single-threaded
+process that imported ember once: fast, and fork-safe where this process has threads, as under
+ASan, whose allocator is not), which meet through
 a TCPStore on a free loopback port, each reporting its result (NumPy-converted) or its traceback
 through a pipe. Every run is bounded: a rank that does not report in time fails the test, and
 every process is killed before returning, so nothing is left behind."""
@@ -15,7 +17,8 @@ import numpy as np
 import ember
 import ember.distributed as dist
 
-CTX = mp.get_context("fork")
+CTX = mp.get_context("forkserver")
+CTX.set_forkserver_preload(["ember", "ember.distributed", "numpy"])
 
 
 def free_port():
