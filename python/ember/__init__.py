@@ -35,6 +35,9 @@ from .sparse._coo import sparse_coo_tensor  # noqa: E402,F401
 from . import nn, optim, utils  # noqa: E402,F401
 import ember.utils.data  # noqa: E402,F401
 from . import amp, cpu, profiler  # noqa: E402,F401  (mixed precision, op profiler)
+# As torch: ember.distributed, ember.futures and ember.multiprocessing come with `import ember`
+# (the last registers how tensors cross process boundaries: shared memory).
+from . import distributed, futures, multiprocessing  # noqa: E402,F401
 from .amp.autocast_mode import (  # noqa: E402,F401
     autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled, set_autocast_dtype,
     is_autocast_cpu_enabled, get_autocast_cpu_dtype, get_autocast_gpu_dtype,

@@ -1,5 +1,7 @@
 #include "ember/autograd/functions.h"
 
+#include <algorithm>
+
 #include "ember/autograd/grad_mode.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
@@ -49,7 +51,20 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   } else {
     binary_(BinaryOp::add, m->grad, g);
   }
+  run_post_accumulate_hooks(var, *m);
   return {};
+}
+
+void run_post_accumulate_hooks(const Tensor& var, AutogradMetaImpl& m) {
+  auto& hooks = m.post_accumulate_hooks;
+  if (hooks.empty()) return;
+  hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [](auto& h) { return !*h.alive; }),
+              hooks.end());
+  // By index and on a copy of each: a hook may register another one.
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    PostAccumulateGradHook h = hooks[i];
+    if (*h.alive) h.fn(var);
+  }
 }
 
 // ---- CopySlices ------------------------------------------------------------------------------

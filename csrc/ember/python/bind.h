@@ -143,15 +143,17 @@ void init_join_sort(py::module_& m);
 void init_autograd(py::module_& m);
 void init_nn(
     py::module_& m);  // python/nn.cpp: activations, softmax, losses, norms, dropout, embedding
-void init_nn_conv(py::module_& m);   // python/nn_conv.cpp: conv, pooling, padding, resampling
-void init_nn_rnn(py::module_& m);    // python/nn_rnn.cpp: recurrent layers and attention
-void init_optim(py::module_& m);     // python/optim.cpp: fused optimizer steps
-void init_data(py::module_& m);      // python/data.cpp: the DataLoader's C++ hot path
-void init_surface(py::module_& m);   // python/surface.cpp: the everyday torch.* functions
-void init_lapack(py::module_& m);    // python/lapack.cpp: ember.linalg through LAPACK
-void init_profiler(py::module_& m);  // python/profiler.cpp: the op profiler
-void init_amp(py::module_& m);       // python/amp.cpp: autocast state and GradScaler kernels
-void init_sparse(py::module_& m);    // python/sparse.cpp: sparse COO tensors and ember.sparse
+void init_nn_conv(py::module_& m);      // python/nn_conv.cpp: conv, pooling, padding, resampling
+void init_nn_rnn(py::module_& m);       // python/nn_rnn.cpp: recurrent layers and attention
+void init_optim(py::module_& m);        // python/optim.cpp: fused optimizer steps
+void init_data(py::module_& m);         // python/data.cpp: the DataLoader's C++ hot path
+void init_surface(py::module_& m);      // python/surface.cpp: the everyday torch.* functions
+void init_lapack(py::module_& m);       // python/lapack.cpp: ember.linalg through LAPACK
+void init_profiler(py::module_& m);     // python/profiler.cpp: the op profiler
+void init_amp(py::module_& m);          // python/amp.cpp: autocast state and GradScaler kernels
+void init_distributed(py::module_& m);  // python/distributed.cpp: stores, process groups
+void init_ddp(py::module_& m);          // python/ddp.cpp: the DDP reducer
+void init_sparse(py::module_& m);        // python/sparse.cpp: sparse COO tensors and ember.sparse
 
 /// True (and sets `out`) when `h` is an ember Tensor.
 bool as_tensor(py::handle h, Tensor*& out);

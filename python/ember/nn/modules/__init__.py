@@ -16,6 +16,7 @@ from .pooling import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
+from .sync_batchnorm import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 
 _FAMILY_ALIASES = ("batchnorm", "flatten", "fold", "instancenorm", "padding", "pixelshuffle",
