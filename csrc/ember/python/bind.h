@@ -153,7 +153,7 @@ void init_profiler(py::module_& m);     // python/profiler.cpp: the op profiler
 void init_amp(py::module_& m);          // python/amp.cpp: autocast state and GradScaler kernels
 void init_distributed(py::module_& m);  // python/distributed.cpp: stores, process groups
 void init_ddp(py::module_& m);          // python/ddp.cpp: the DDP reducer
-void init_sparse(py::module_& m);        // python/sparse.cpp: sparse COO tensors and ember.sparse
+void init_sparse(py::module_& m);       // python/sparse.cpp: sparse COO tensors
 
 /// True (and sets `out`) when `h` is an ember Tensor.
 bool as_tensor(py::handle h, Tensor*& out);
