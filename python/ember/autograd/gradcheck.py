@@ -94,8 +94,10 @@ def _densify_outputs(func, masked):
     def wrapped(*args):
         outs = func(*args)
         if isinstance(outs, (tuple, list)):
-            return type(outs)(o.to_dense(masked_grad=bool(masked))
-                              if isinstance(o, _C.Tensor) and o.is_sparse else o for o in outs)
+            dense = [o.to_dense(masked_grad=bool(masked))
+                     if isinstance(o, _C.Tensor) and o.is_sparse else o for o in outs]
+            # a namedtuple (sort, topk, slogdet's return types) takes its fields one by one
+            return type(outs)(*dense) if hasattr(outs, "_fields") else type(outs)(dense)
         if isinstance(outs, _C.Tensor) and outs.is_sparse:
             return outs.to_dense(masked_grad=bool(masked))
         return outs

@@ -1,4 +1,5 @@
-"""torch.nn.modules.batchnorm's path to the batch norm layers (defined in normalization.py)."""
+"""torch.nn.modules.batchnorm's path to the batch norm layers (defined in normalization.py and,
+for SyncBatchNorm, sync_batchnorm.py)."""
 from .normalization import (  # noqa: F401
     BatchNorm1d,
     BatchNorm2d,
@@ -6,5 +7,6 @@ from .normalization import (  # noqa: F401
     _BatchNorm,
     _NormBase,
 )
+from .sync_batchnorm import SyncBatchNorm  # noqa: F401
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
