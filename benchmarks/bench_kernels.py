@@ -152,7 +152,7 @@ CASES = {
 }
 
 
-def worker(lib_name, threads, names, smoke):
+def worker(lib_name, threads, names, smoke, clock):
     if lib_name == "torch":
         import torch as lib
         build = _common.torch_build(lib)
@@ -173,7 +173,8 @@ def worker(lib_name, threads, names, smoke):
             fn()
             times[name] = time.perf_counter() - t0
         else:
-            times[name] = timeit(fn, max_total=2.0)
+            times[name] = timeit(fn, max_total=2.0,
+                                 clock=time.process_time if clock == "process" else time.perf_counter)
         del fn
     print(json.dumps({"build": build, "times": times}))
 
@@ -187,12 +188,15 @@ def main():
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--before", metavar="PYTHONPATH",
                    help="also time the ember on this PYTHONPATH (an earlier build) in each round")
+    p.add_argument("--clock", choices=("wall", "process"), default="wall",
+                   help="wall-clock time, or the process's CPU time (immune to other users of a "
+                        "shared machine; meaningful with --threads 1 only)")
     p.add_argument("--worker", choices=("ember", "torch"), help=argparse.SUPPRESS)
     p.add_argument("names", nargs="*", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         _common.pin_threads(args.threads[0])
-        worker(args.worker, args.threads[0], args.names, args.smoke)
+        worker(args.worker, args.threads[0], args.names, args.smoke, args.clock)
         return
     names = [n for n in CASES if not args.cases or any(c in n for c in args.cases)]
     if args.smoke:
@@ -201,14 +205,15 @@ def main():
     for threads in args.threads:
         res = _common.alternate(os.path.abspath(__file__), names, threads, args.rounds,
                                 no_torch=args.no_torch,
-                                extra=["--smoke"] if args.smoke else [],
+                                extra=(["--smoke"] if args.smoke else []) + ["--clock", args.clock],
                                 baseline_path=args.before)
         if threads == args.threads[0]:
             for lib in res:
                 print(f"{lib}: {res[lib]['build']}")
         before = ["before/PyTorch"] if args.before else []
         _common.print_table(
-            f"{threads} thread(s), {args.rounds} alternating rounds, medians over rounds",
+            f"{threads} thread(s), {args.rounds} alternating rounds, medians over rounds, "
+            f"{args.clock} clock",
             ["case", "ember", "PyTorch", *before, "ember/PyTorch", "per-round ratio"],
             _common.ratio_rows(res, names))
     print(_common.load_line() + " (after)")
