@@ -129,6 +129,29 @@ def _conv(n, cin, cout, hw, k, pad=0, stride=1, backward=True):
     return make
 
 
+def _norm(kind):
+    def make(lib):
+        if kind == "layer":
+            x, m = _arr(lib, (256, 1024), grad=True), lib.nn.LayerNorm(1024)
+        else:
+            x, m = _arr(lib, (64, 64, 16, 16), grad=True), lib.nn.BatchNorm2d(64)
+
+        def step():
+            x.grad = m.weight.grad = m.bias.grad = None
+            m(x).sum().backward()
+        return step
+    return make
+
+
+def _adamw(lib):
+    params = [_arr(lib, s, seed=i, grad=True) for i, s in enumerate([(512, 784), (512,),
+                                                                      (512, 512), (10, 512)])]
+    for i, p in enumerate(params):
+        p.grad = _arr(lib, tuple(p.shape), seed=10 + i)
+    opt = lib.optim.AdamW(params, lr=1e-3)
+    return opt.step
+
+
 CASES = {
     "cross_entropy 256x1000 fwd+bwd": _cross_entropy,
     "nll_loss(log_softmax) 256x1000 fwd+bwd": _nll,
@@ -141,6 +164,9 @@ CASES = {
     "LSTM(128,256) B32 T50 fwd": _rnn("LSTM", False),
     "LSTM(128,256) B32 T50 fwd+bwd": _rnn("LSTM"),
     "GRU(128,256) B32 T50 fwd+bwd": _rnn("GRU"),
+    "LayerNorm(1024) 256 rows fwd+bwd": _norm("layer"),
+    "BatchNorm2d(64) 64x64x16x16 fwd+bwd": _norm("batch"),
+    "AdamW step, MLP 784-512-512-10 params": _adamw,
     "conv 64x1x28x28->32 3x3 fwd+bwd": _conv(64, 1, 32, 28, 3),
     "conv 64x32x26x26->64 3x3 fwd+bwd": _conv(64, 32, 64, 26, 3),
     "conv 8x64x56x56->64 3x3 p1 fwd+bwd": _conv(8, 64, 64, 56, 3, pad=1),
@@ -155,10 +181,12 @@ CASES = {
 def worker(lib_name, threads, names, smoke, clock):
     if lib_name == "torch":
         import torch as lib
+        import torch.optim  # noqa: F401
         build = _common.torch_build(lib)
     else:
         import ember as lib
-        import ember.nn  # noqa: F401
+        import ember.nn
+        import ember.optim  # noqa: F401
         build = _common.ember_build(lib)
     lib.set_num_threads(threads)
     import time
