@@ -129,7 +129,10 @@ def run_torch(names, python):
 
 
 def main():
+    import _common
+
     import ember
+    print(_common.ember_build(ember))  # which ember this run times
     names = [n for n in CASES if args.cases is None or any(c in n for c in args.cases)]
     print(f"threads: {args.threads} (cores: {os.cpu_count()}); ember {ember.__version__}",
           file=sys.stderr)

@@ -75,12 +75,12 @@ def main():
                         help="wall-clock time, or process CPU time (meaningful with --threads 1)")
     args = parser.parse_args()
     _common.pin_threads(args.threads)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import subprocess
 
     import ember
     import ember.nn.functional as F
     ember.set_num_threads(args.threads)
+    print(_common.ember_build(ember))  # which ember this run times
     cases = [c for c in CASES if not args.cases or any(s in c[0] for s in args.cases)]
     ns = {}
     exec(BODY, ns)

@@ -80,6 +80,8 @@ def run_torch(names, python):
 
 def main():
     names = [n for n in CASES if args.cases is None or any(c in n for c in args.cases)]
+    import _common
+    print(_common.ember_build(ember))  # which ember this run times
     print(f"threads: {args.threads} (cores: {os.cpu_count()}); ember {ember.__version__}, "
           f"numpy {np.__version__}", file=sys.stderr)
     local = run_local(names)

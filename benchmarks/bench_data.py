@@ -137,8 +137,11 @@ def main():
         times, version = run_torch(cases, args.repeats)
         print(json.dumps({"version": version, "times": times}))
         return
+    import _common
+
     import ember
     ember.set_num_threads(args.threads)
+    print(_common.ember_build(ember))  # which ember this run times
     ours = run_ember(cases, args.repeats)
     theirs, version = {}, None
     py = TORCH_VENV if os.path.exists(TORCH_VENV) else "/usr/bin/python3"

@@ -72,10 +72,12 @@ def main():
     # NumPy's BLAS reads these when it loads: set them before importing NumPy.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import numpy as np
 
     import ember
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _common
+    print(_common.ember_build(ember))  # which ember this run times
 
     ns = {}
     exec(TIMER, ns)

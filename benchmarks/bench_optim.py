@@ -78,6 +78,7 @@ def worker():
 
 def main():
     import ember
+    print(_common.ember_build(ember))  # which ember this run times
     import ember.optim  # noqa: F401
     ember.set_num_threads(args.threads)
     names = [n for n in CASES if args.cases is None or any(c in n for c in args.cases)]

@@ -159,8 +159,11 @@ def main():
     import contextlib
     import io
 
+    import _common
+
     import ember
     ember.set_num_threads(args.threads)
+    print(_common.ember_build(ember))  # which ember this run times
     with contextlib.redirect_stdout(io.StringIO()):  # the test loop prints its accuracy
         ours = run_ember(args.root, args.repeats, args.limit)
     theirs, version = None, None

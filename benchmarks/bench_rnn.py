@@ -108,6 +108,8 @@ def main():
         return
     _common.pin_threads(args.threads)
     py = TORCH_PY if os.path.exists(TORCH_PY) else _common.TORCH_PYTHON
+    import ember
+    print(_common.ember_build(ember))  # which ember this run times
     et, tt, tv = {}, {}, None
     for _ in range(max(1, args.rounds)):
         _, times = worker("ember", args.threads, args.repeat, names)

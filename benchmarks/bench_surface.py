@@ -91,6 +91,7 @@ def main():
     _common.pin_threads(args.threads)
     import ember
     ember.set_num_threads(args.threads)
+    print(_common.ember_build(ember))  # which ember this run times
     with ember.no_grad():
         mine = time_all(ember, args.cases)
     cmd = [os.path.abspath(__file__), "--worker", "--threads", str(args.threads)]

@@ -1,5 +1,5 @@
 """CPU capability dispatch (Note [CPU capability dispatch] in CMakeLists.txt): the hot
-elementwise and reduction kernels are compiled for baseline x86-64, AVX2 and
+elementwise, reduction, loss, pooling, recurrent, norm and optimizer kernels are compiled for baseline x86-64, AVX2 and
 AVX-512 and one copy is chosen at startup; EMBER_CPU_CAPABILITY lowers the choice.
 
 Each capability runs in its own interpreter (the choice is made once, at load) and
@@ -23,6 +23,7 @@ _PROBE = r"""
 import json, sys
 import numpy as np
 import ember
+import ember.optim
 from ember.backends import cpu
 rng = np.random.default_rng(0)
 out = {"capability": cpu.get_cpu_capability(), "supported": cpu._get_supported_cpu_capability(),
@@ -49,6 +50,34 @@ res = {
     "norm": d.norm(), "all": (n != 0).all(), "strided": d[:, ::3].sum(0),
     "hsum": h.sum().float(),
 }
+# The nn families compiled per capability too: losses, pooling, the recurrent kernels.
+F = ember.nn.functional
+xr = ember.from_numpy(rng.standard_normal((7, 33)).astype(np.float32)).requires_grad_()
+yr = ember.from_numpy(rng.integers(0, 33, 7))
+F.cross_entropy(xr, yr).backward()
+res["ce_grad"] = xr.grad
+res["nll"] = F.nll_loss(xr.detach(), yr, reduction="none")
+im = ember.from_numpy(rng.standard_normal((2, 3, 9, 11)).astype(np.float32)).requires_grad_()
+F.max_pool2d(im, 2).sum().backward()
+res["maxpool"] = F.max_pool2d(im.detach(), 3, stride=1)
+res["maxpool_grad"] = im.grad
+res["avgpool"] = F.avg_pool2d(im.detach(), 2)
+ember.manual_seed(0)
+lstm, gru = ember.nn.LSTM(5, 19), ember.nn.GRU(5, 19)
+seq = ember.from_numpy(rng.standard_normal((4, 3, 5)).astype(np.float32)).requires_grad_()
+lstm(seq)[0].sum().backward()
+res["lstm"] = lstm(seq)[0].detach()
+res["lstm_grad"] = seq.grad
+res["gru"] = gru(seq)[0].detach()
+ln, bn = ember.nn.LayerNorm(33), ember.nn.BatchNorm2d(3)
+res["layernorm"] = ln(xr.detach())
+res["batchnorm"] = bn(im.detach())
+p = ember.from_numpy(rng.standard_normal(300).astype(np.float32)).requires_grad_()
+p.grad = ember.from_numpy(rng.standard_normal(300).astype(np.float32))
+opt = ember.optim.AdamW([p], lr=0.1)
+opt.step()
+opt.step()
+res["adamw"] = p.detach()
 out["results"] = {k: v.tolist() for k, v in res.items()}
 print(json.dumps(out))
 """

@@ -488,3 +488,46 @@ def test_non_contiguous_logits_and_targets(device):
     assert loss.item() == pytest.approx(np_nll(np_log_softmax(a.T, 1), np.array([0, 2, 1, 0])))
     assert gradcheck(lambda v: F.cross_entropy(v.t(), tg, reduction="sum"), (x,))
     assert gradcheck(lambda v: F.nll_loss(v.t(), tg, reduction="none"), (x,))
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_fused_row_kernels_layouts_and_threads(device, dtype):
+    """The fused cross-entropy and nll backward kernels (one pass per row, rows over the thread
+    pool) against the analytic gradients, on a non-contiguous input with ignored and weighted
+    targets, at 1 and 2 threads (equal results), and on an empty batch."""
+    rng = np.random.default_rng(3)
+    M, C = 301, 37
+    x = rng.normal(size=(M, C)) * 4
+    tg = rng.integers(0, C, M)
+    tg[::7] = -100
+    w = rng.uniform(0.5, 2, C)
+    keep = tg != -100
+    wt = np.where(keep, w[np.where(keep, tg, 0)], 0.0)
+    onehot = np.zeros((M, C))
+    onehot[np.arange(M)[keep], tg[keep]] = 1.0
+    p = np.exp(x - x.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    want_ce = (p - onehot) * (wt / wt.sum())[:, None]
+    want_nll = -onehot * (wt / wt.sum())[:, None]
+    tol = dict(rtol=2e-5, atol=1e-7) if dtype == ember.float32 else dict(rtol=1e-10, atol=1e-13)
+    threads = ember.get_num_threads()
+    grads = []
+    try:
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            xt = t(np.ascontiguousarray(x.T), dtype, device).t().requires_grad_()
+            assert not xt.is_contiguous()
+            F.cross_entropy(xt, idx(tg, device), weight=t(w, dtype, device)).backward()
+            lt = t(np.ascontiguousarray(x.T), dtype, device).t().requires_grad_()
+            F.nll_loss(lt, idx(tg, device), weight=t(w, dtype, device)).backward()
+            np.testing.assert_allclose(xt.grad.cpu().numpy(), want_ce, **tol)
+            np.testing.assert_allclose(lt.grad.cpu().numpy(), want_nll, **tol)
+            grads.append((xt.grad.cpu().numpy(), lt.grad.cpu().numpy()))
+    finally:
+        ember.set_num_threads(threads)
+    np.testing.assert_array_equal(grads[0][0], grads[1][0])
+    np.testing.assert_array_equal(grads[0][1], grads[1][1])
+    for f in (F.cross_entropy, F.nll_loss):
+        e = t(np.zeros((0, 5)), dtype, device).requires_grad_()
+        f(e, idx(np.zeros(0, dtype=np.int64), device), reduction="sum").backward()
+        assert e.grad.shape == (0, 5)

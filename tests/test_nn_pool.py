@@ -257,3 +257,115 @@ def test_pool_modules(device, rng):
     o1, i1 = nn.MaxPool1d(2, return_indices=True)(y)
     assert nn.MaxUnpool1d(2)(o1, i1).shape == (2, 3, 10)
     assert list(nn.MaxPool2d(2).parameters()) == []
+
+
+# Note [Regular pooling windows] in backends/cpu/nn_pool.cpp: unpadded sliding windows take a
+# vectorized path (window offsets outer, output columns inner); these cases pin it against the
+# NumPy loops: overlapping windows (stride < kernel) whose gradients accumulate, dilation,
+# widths the windows do not cover (the last column gets no gradient), NaN and ties, the reduced
+# float types, a non-contiguous input and a batch large enough to split over threads.
+REGULAR_CASES = [
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=1),
+    dict(kernel_size=(2, 3), stride=(1, 2)),
+    dict(kernel_size=2, stride=1, dilation=2),
+    dict(kernel_size=(1, 5), stride=(1, 4)),
+]
+
+
+def _np_max_grad(x_shape, idx, g):
+    N, C, H, W = x_shape
+    gx = np.zeros((N, C, H * W))
+    np.add.at(gx, (np.arange(N)[:, None, None], np.arange(C)[None, :, None],
+                   idx.reshape(N, C, -1)), g.reshape(N, C, -1))
+    return gx.reshape(x_shape)
+
+
+@pytest.mark.parametrize("kw", REGULAR_CASES)
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_regular_windows_max(device, rng, kw, dtype):
+    x = rng.standard_normal((3, 5, 11, 13))
+    xe = t(x, device, dtype, grad=True)
+    out, idx = F.max_pool2d(xe, return_indices=True, **kw)
+    ref, ridx = np_max_pool2d(x, *_norm(kw))
+    tol = 1e-6 if dtype == ember.float32 else 1e-12
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=tol)
+    np.testing.assert_array_equal(idx.numpy(), ridx)
+    g = rng.standard_normal(ref.shape)
+    out.backward(t(g, device, dtype))
+    np.testing.assert_allclose(xe.grad.numpy(), _np_max_grad(x.shape, ridx, g), rtol=tol,
+                               atol=tol)
+
+
+@pytest.mark.parametrize("kw", REGULAR_CASES[:4])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_regular_windows_avg(device, rng, kw, dtype):
+    kw = {k: v for k, v in kw.items() if k != "dilation"}
+    x = rng.standard_normal((3, 5, 11, 13))
+    xe = t(x, device, dtype, grad=True)
+    out = F.avg_pool2d(xe, **kw)
+    k, s, p, _, ceil = _norm(kw)
+    ref = np_avg_pool2d(x, k, s, p, ceil, True)
+    tol = 1e-6 if dtype == ember.float32 else 1e-12
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=tol, atol=tol)
+    # The adjoint: <avg(x), g> = <x, avg^T(g)> for every x, so the gradient is the linear map's
+    # transpose, built here column by column from the NumPy forward.
+    g = rng.standard_normal(ref.shape)
+    out.backward(t(g, device, dtype))
+    H, W = x.shape[2:]
+    for h in range(H):
+        for w in range(W):
+            e = np.zeros((1, 1, H, W))
+            e[0, 0, h, w] = 1.0
+            col = np_avg_pool2d(e, k, s, p, ceil, True)[0, 0]
+            np.testing.assert_allclose(xe.grad.numpy()[:, :, h, w],
+                                       (col[None, None] * g).sum(axis=(2, 3)), rtol=tol,
+                                       atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16])
+def test_regular_windows_reduced_floats(device, rng, dtype):
+    x32 = t(rng.standard_normal((2, 3, 8, 9)), device, ember.float32)
+    xr = x32.to(dtype).requires_grad_()
+    xf = xr.detach().float().requires_grad_()
+    for f in (lambda a: F.max_pool2d(a, 2), lambda a: F.avg_pool2d(a, 3, stride=1)):
+        a, b = f(xr), f(xf)
+        np.testing.assert_allclose(a.float().detach().numpy(), b.detach().numpy(), rtol=1e-2,
+                                   atol=1e-2)
+        a.sum().backward()
+        b.sum().backward()
+        np.testing.assert_allclose(xr.grad.float().numpy(), xf.grad.numpy(), rtol=1e-2, atol=1e-2)
+        xr.grad = xf.grad = None
+
+
+def test_regular_windows_nan_ties_noncontiguous_threads(device, rng):
+    x = np.zeros((1, 1, 4, 6))
+    x[0, 0, 0, 1] = np.nan
+    x[0, 0, 1, 0] = np.nan
+    x[0, 0, 2:, 2:4] = 5.0  # a tie: the first in window order wins
+    out, idx = F.max_pool2d(t(x, device), 2, return_indices=True)
+    assert np.isnan(out.numpy()[0, 0, 0, 0]) and idx.numpy()[0, 0, 0, 0] == 1
+    assert out.numpy()[0, 0, 1, 1] == 5.0 and idx.numpy()[0, 0, 1, 1] == 2 * 6 + 2
+    y = rng.standard_normal((4, 6, 10, 12))
+    ync = t(y, device).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)  # channels-last
+    assert not ync.is_contiguous()
+    np.testing.assert_allclose(F.max_pool2d(ync, 2).numpy(),
+                               np_max_pool2d(y, (2, 2), (2, 2), (0, 0), (1, 1), False)[0])
+    np.testing.assert_allclose(F.avg_pool2d(ync, 2).numpy(),
+                               np_avg_pool2d(y, (2, 2), (2, 2), (0, 0), False, True), atol=1e-12)
+    big = rng.standard_normal((16, 32, 12, 12)).astype(np.float32)
+    with_threads = ember.get_num_threads()
+    try:
+        res = []
+        for n in (1, 2):
+            ember.set_num_threads(n)
+            xe = t(big, device, ember.float32, grad=True)
+            F.max_pool2d(xe, 2).sum().backward()
+            res.append((F.max_pool2d(xe, 2).detach().numpy(), xe.grad.numpy()))
+        np.testing.assert_array_equal(res[0][0], res[1][0])
+        np.testing.assert_array_equal(res[0][1], res[1][1])
+    finally:
+        ember.set_num_threads(with_threads)
+    empty = t(np.zeros((0, 3, 4, 4)), device, grad=True)
+    F.max_pool2d(empty, 2).sum().backward()
+    assert empty.grad.shape == (0, 3, 4, 4)

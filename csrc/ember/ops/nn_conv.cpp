@@ -60,11 +60,23 @@ bool identity_cols(const ConvSpec& s) {
   return true;
 }
 
+// Note [Convolution of small images]: on the CPU, an image of fewer than kSmallImage output
+// positions makes a per-image GEMM too thin for the BLAS ([512, 4608] x [4608, 49] for ResNet's
+// last stage), so such convolutions take the batch-chunk path with a larger column budget: one GEMM
+// over several images' columns.
+constexpr int64_t kSmallImage = 256;
+// (Convolutions with at most 256 taps per output keep the per-image path: on AVX2 CPUs the
+// direct kernels of Note [Direct convolution] take them there.)
+bool small_images(const ConvSpec& s) {
+  return s.g.out_numel() < kSmallImage && s.g.channels * s.g.k_numel() > 256;
+}
+
 int64_t chunk_size(const ConvSpec& s, int64_t n, int64_t elem) {
   if (identity_cols(s)) return 1;
   const int64_t per = checked_mul(checked_mul(s.g.channels, s.g.k_numel(), "convolution"),
                                   checked_mul(s.g.out_numel(), elem, "convolution"), "convolution");
-  return std::max<int64_t>(1, std::min<int64_t>(n, kColsBudget / std::max<int64_t>(per, 1)));
+  const int64_t budget = small_images(s) ? 4 * kColsBudget : kColsBudget;  // CUDA too: harmless
+  return std::max<int64_t>(1, std::min<int64_t>(n, budget / std::max<int64_t>(per, 1)));
 }
 
 Shape with_spatial(int64_t n, int64_t c, const int64_t* sp, int64_t nsp) {
@@ -100,6 +112,7 @@ Tensor gy_cnl(const Tensor& gyc, int64_t n0, int64_t nb, const ConvSpec& s) {
 // Note [Convolution per image]: the device has the per-image kernels and the
 // columns are not the image itself (1x1 kernels stay on the copy-free chunk path).
 bool per_image(const Tensor& t, const ConvSpec& s) {
+  if (t.device().type == DeviceType::CPU && small_images(s)) return false;
   return !identity_cols(s) && conv_fwd_images_stub.fns[int(t.device().type)] &&
          conv_bwd_images_stub.fns[int(t.device().type)];
 }

@@ -22,6 +22,7 @@ namespace ember {
 
 DispatchStub<NllKernel> nll_stub("nll_loss");
 DispatchStub<CrossEntropyBackwardKernel> cross_entropy_backward_stub("cross_entropy_backward");
+DispatchStub<NllBackwardKernel> nll_backward_stub("nll_loss_backward");
 DispatchStub<CtcKernel> ctc_stub("ctc_loss");
 DispatchStub<CtcBackwardKernel> ctc_backward_stub("ctc_loss_backward");
 

@@ -37,6 +37,8 @@ namespace ember {
 DispatchStub<RnnStepFwdKernel> rnn_step_fwd_stub("rnn_step_forward");
 DispatchStub<RnnStepBwdKernel> rnn_step_bwd_stub("rnn_step_backward");
 DispatchStub<RnnAccumulateKernel> rnn_accumulate_stub("rnn_accumulate");
+DispatchStub<RnnPackKernel> rnn_pack_stub("rnn_pack");
+DispatchStub<RnnGemmKernel> rnn_gemm_stub("rnn_gemm");
 
 namespace {
 
@@ -146,6 +148,10 @@ std::vector<Tensor> layer_impl(RnnMode mode, const Tensor& x_in, const std::vect
   Tensor cscratch = lstm && !saved ? empty({B, H}, dt, dev) : Tensor();
   Tensor whh_t = t(w.w_hh);
   auto fwd = rnn_step_fwd_stub.get(dev);
+  // The recurrent weight packed once for every step (Note [Packed recurrent weights]).
+  const RnnGemmKernel gemm = rnn_gemm_stub.fns[int(dev.type)];
+  const Tensor whh_p = gemm ? rnn_pack_stub.fns[int(dev.type)](contiguous(w.w_hh), true) : Tensor();
+  const Tensor bhh = gru && w.b_hh.defined() ? contiguous(w.b_hh) : Tensor();
 
   for (int64_t s = 0; s < T; ++s) {
     const int64_t ti = reverse ? T - 1 - s : s;
@@ -155,13 +161,17 @@ std::vector<Tensor> layer_impl(RnnMode mode, const Tensor& x_in, const std::vect
     RnnStepFwdArgs a{mode, r, H, Pt, Tensor(), hs, Tensor(), Tensor(), Tensor(), Tensor()};
     if (gru) {
       Tensor hg = rows(HG, 0, r);
-      if (w.b_hh.defined())
+      if (gemm)
+        gemm(hg, hs, whh_p, bhh, false);
+      else if (w.b_hh.defined())
         addmm_out(w.b_hh, hs, whh_t, 1, 1, hg);
       else
         mm_out(hs, whh_t, hg);
       a.hgates = hg;
       a.hn_out = rows(HN, o, r);
       a.h_new = rows(Y, o, r);
+    } else if (gemm) {
+      gemm(Pt, hs, whh_p, Tensor(), true);
     } else {
       addmm_(Pt, hs, whh_t);
     }
@@ -230,6 +240,9 @@ std::vector<Tensor> rnn_layer_backward(RnnMode mode, const Tensor& x,
   Tensor ddirect = gru ? empty({B, H}, dt, dev) : Tensor();
   auto bwd = rnn_step_bwd_stub.get(dev);
   auto acc = rnn_accumulate_stub.get(dev);
+  const RnnGemmKernel gemm = rnn_gemm_stub.fns[int(dev.type)];
+  const Tensor whh_p =
+      gemm ? rnn_pack_stub.fns[int(dev.type)](contiguous(w.w_hh), false) : Tensor();
 
   for (int64_t s = T - 1; s >= 0; --s) {
     const int64_t ti = reverse ? T - 1 - s : s;
@@ -259,7 +272,12 @@ std::vector<Tensor> rnn_layer_backward(RnnMode mode, const Tensor& x,
     bwd(a);
     if (gru) {
       copy_(dhs, a.dh_direct);
-      addmm_(dhs, a.dhgates, w.w_hh);
+      if (gemm)
+        gemm(dhs, a.dhgates, whh_p, Tensor(), true);
+      else
+        addmm_(dhs, a.dhgates, w.w_hh);
+    } else if (gemm) {
+      gemm(dhs, a.dgates, whh_p, Tensor(), false);
     } else {
       mm_out(a.dgates, w.w_hh, dhs);
     }

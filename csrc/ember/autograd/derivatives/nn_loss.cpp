@@ -55,6 +55,11 @@ void record_nll(const Tensor& input, const Tensor& weight, const Tensor& out, Nl
           if (M > 0 && C > 0)
             cross_entropy_backward_stub.get(x.device())(gx, contiguous(coef), x, s.lse, s.target,
                                                         s.ignore_index);
+        } else if (!ce && !grad_enabled() && nll_backward_stub.fns[int(s.target.device().type)]) {
+          gx = empty(Shape{M, C}, coef.dtype(), coef.device());
+          if (M > 0 && C > 0)
+            nll_backward_stub.fns[int(s.target.device().type)](gx, contiguous(coef), s.target,
+                                                               s.ignore_index);
         } else {
           Tensor cls = reshape(arange(Scalar(int64_t(0)), Scalar(C), Scalar(int64_t(1)),
                                       DType::Int64, s.target.device()),

@@ -4,6 +4,8 @@
 // keeps the branch-free exp / max loops of nn_vec.h scalar (FP exceptions are never
 // inspected in ember).
 #pragma GCC optimize("no-trapping-math")
+#include "ember/backends/cpu/capability.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -85,6 +87,28 @@ void ce_backward_typed(const Tensor& gx, const Tensor& coef, const Tensor& x, co
                });
 }
 
+template <typename T>
+void nll_backward_typed(const Tensor& gx, const Tensor& coef, const Tensor& target,
+                        int64_t ignore) {
+  const int64_t M = gx.sizes()[0], C = gx.sizes()[1];
+  const T* cp = coef.data<T>();
+  const int64_t* tp = target.data<int64_t>();
+  T* out = gx.data<T>();
+  parallel_for(0, M, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)),
+               [&](int64_t b, int64_t e) {
+                 std::fill(out + b * C, out + e * C, T(0));
+                 for (int64_t i = b; i < e; ++i)
+                   if (tp[i] != ignore) out[i * C + tp[i]] = T(-opmath_t<T>(cp[i]));
+               });
+}
+
+void nll_backward_kernel(const Tensor& gx, const Tensor& coef, const Tensor& target,
+                         int64_t ignore) {
+  dispatch_floating(gx.dtype(), "nll_loss_backward", [&](auto tag) {
+    nll_backward_typed<typename decltype(tag)::type>(gx, coef, target, ignore);
+  });
+}
+
 void nll_kernel(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Tensor& x,
                 const Tensor& target, const Tensor& weight, int64_t ignore) {
   dispatch_floating(x.dtype(), lse.defined() ? "cross_entropy" : "nll_loss", [&](auto tag) {
@@ -101,8 +125,10 @@ void ce_backward_kernel(const Tensor& gx, const Tensor& coef, const Tensor& x, c
 
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     nll_stub.fns[int(DeviceType::CPU)] = &nll_kernel;
     cross_entropy_backward_stub.fns[int(DeviceType::CPU)] = &ce_backward_kernel;
+    nll_backward_stub.fns[int(DeviceType::CPU)] = &nll_backward_kernel;
   }
 } registrar;
 
@@ -249,6 +275,7 @@ void ctc_backward_kernel(const Tensor& grad, const Tensor& lp, const Tensor& tar
 
 struct CtcRegistrar {
   CtcRegistrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;
     ctc_stub.fns[int(DeviceType::CPU)] = &ctc_kernel;
     ctc_backward_stub.fns[int(DeviceType::CPU)] = &ctc_backward_kernel;
   }

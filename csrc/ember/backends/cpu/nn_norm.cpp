@@ -4,7 +4,10 @@
 // Float compares may be if-converted into SIMD selects: without this the compiler
 // keeps the branch-free exp / max loops of nn_vec.h scalar (FP exceptions are never
 // inspected in ember).
+// Compiled once per CPU capability (Note [CPU capability dispatch]).
 #pragma GCC optimize("no-trapping-math")
+#include "ember/backends/cpu/capability.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -232,6 +235,7 @@ void channel_affine_kernel(const Tensor& out, const Tensor& p, const Tensor& a, 
 
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     constexpr int cpu = int(DeviceType::CPU);
     row_norm_stub.fns[cpu] = &row_norm_kernel;
     row_norm_backward_stub.fns[cpu] = &row_norm_backward_kernel;

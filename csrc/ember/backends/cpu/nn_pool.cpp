@@ -1,9 +1,20 @@
 // CPU kernels of the pooling family (Note [Pooling windows]): parallel over
-// planes (batch x channels), each plane walked through the window tables.
+// planes (batch x channels). Note [Regular pooling windows]: when both window tables
+// describe plain sliding windows (window o = positions o * stride + k * dilation, k < kernel,
+// all inside the input: no padding was clipped), the kernels walk each output row with the
+// window offset outermost and the output columns innermost, a strided loop the compiler
+// vectorizes; every other geometry (padding, ceil_mode, adaptive) walks the tables.
+// Compiled once per CPU capability (Note [CPU capability dispatch]).
+// Float compares may be if-converted into SIMD selects (the max and the NaN test): FP
+// exceptions are never inspected in ember.
+#pragma GCC optimize("no-trapping-math")
+#include "ember/backends/cpu/capability.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "ember/core/parallel.h"
@@ -17,6 +28,65 @@ int64_t plane_grain(int64_t work) {
   return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1));
 }
 
+// A PoolDim that is a plain sliding window: output o reads o * stride + k * dilation, k < kernel.
+struct Regular {
+  bool ok = false;
+  int64_t kernel = 1, stride = 1, dilation = 1;
+};
+
+Regular regular(const PoolDim& d) {
+  Regular r;
+  const int64_t out = d.out();
+  if (out <= 0) return r;
+  r.kernel = d.ptr[1] - d.ptr[0];
+  if (r.kernel <= 0) return r;
+  r.stride = out > 1 ? d.idx[size_t(d.ptr[1])] - d.idx[0] : 1;
+  r.dilation = r.kernel > 1 ? d.idx[1] - d.idx[0] : 1;
+  if (r.stride <= 0 || r.dilation <= 0 || d.idx[0] != 0) return r;
+  for (int64_t o = 0; o <= out; ++o)
+    if (d.ptr[size_t(o)] != o * r.kernel) return r;
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t k = 0; k < r.kernel; ++k)
+      if (d.idx[size_t(o * r.kernel + k)] != o * r.stride + k * r.dilation) return r;
+  r.ok = true;
+  return r;
+}
+
+// Max over the window rows `rows` of one output row: best/arg over ow columns, the first
+// maximum in window order (rows, then columns) and the first NaN winning, as the table walk.
+template <typename T, typename A>
+void max_row(const T* __restrict__ x, int64_t iw, const int64_t* rows, int64_t nrows,
+             const Regular& w, int64_t ow, A* __restrict__ best, int64_t* __restrict__ arg,
+             T* __restrict__ dst, int64_t* __restrict__ ind) {
+  const int64_t S = w.stride;
+  {
+    const T* r0 = x + rows[0] * iw;
+    const int64_t base = rows[0] * iw;
+    for (int64_t j = 0; j < ow; ++j) {
+      best[j] = A(r0[j * S]);
+      arg[j] = base + j * S;
+    }
+  }
+  for (int64_t a = 0; a < nrows; ++a) {
+    const int64_t base = rows[a] * iw;
+    const T* r = x + base;
+    for (int64_t c = a == 0 ? 1 : 0; c < w.kernel; ++c) {
+      const int64_t off = c * w.dilation;
+      for (int64_t j = 0; j < ow; ++j) {
+        const A v = A(r[j * S + off]);
+        const A b = best[j];
+        const bool take = v > b || (v != v && b == b);
+        best[j] = take ? v : b;
+        arg[j] = take ? base + j * S + off : arg[j];
+      }
+    }
+  }
+  for (int64_t j = 0; j < ow; ++j) {
+    dst[j] = T(best[j]);
+    ind[j] = arg[j];
+  }
+}
+
 template <typename T>
 void max_pool_impl(const Tensor& out, const Tensor& indices, const Tensor& input,
                    const PoolGeom& g) {
@@ -27,6 +97,26 @@ void max_pool_impl(const Tensor& out, const Tensor& indices, const Tensor& input
   const T* src = input.data<T>();
   T* dst = out.data<T>();
   int64_t* ind = indices.data<int64_t>();
+  const Regular rw = regular(g.w);
+  if (rw.ok) {
+    parallel_for(0, planes, plane_grain(pin), [&](int64_t b, int64_t e) {
+      std::vector<A> best(static_cast<size_t>(ow));
+      std::vector<int64_t> arg(static_cast<size_t>(ow));
+      for (int64_t p = b; p < e; ++p)
+        for (int64_t i = 0; i < oh; ++i) {
+          const int64_t a0 = g.h.ptr[i], na = g.h.ptr[i + 1] - a0;
+          if (na == 0) {  // an empty window (never for a sliding pool): -inf, index 0
+            std::fill(dst + p * pout + i * ow, dst + p * pout + (i + 1) * ow,
+                      T(-std::numeric_limits<A>::infinity()));
+            std::fill(ind + p * pout + i * ow, ind + p * pout + (i + 1) * ow, int64_t(0));
+            continue;
+          }
+          max_row<T, A>(src + p * pin, iw, g.h.idx.data() + a0, na, rw, ow, best.data(), arg.data(),
+                        dst + p * pout + i * ow, ind + p * pout + i * ow);
+        }
+    });
+    return;
+  }
   parallel_for(0, planes, plane_grain(pin), [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       const T* x = src + p * pin;
@@ -73,19 +163,26 @@ void max_pool_backward_impl(const Tensor& gi, const Tensor& go, const Tensor& in
   const int64_t* ind = indices.data<int64_t>();
   T* dst = gi.data<T>();
   std::atomic<int64_t> bad{-1};
+  // float and double accumulate straight into the gradient plane; half types in a float
+  // plane that is rounded once at the end.
+  constexpr bool kDirect = std::is_same<A, T>::value;
   parallel_for(0, planes, plane_grain(pin + pout), [&](int64_t b, int64_t e) {
-    std::vector<A> acc(static_cast<size_t>(pin));
+    std::vector<A> buf(kDirect ? 0 : static_cast<size_t>(pin));
     for (int64_t p = b; p < e; ++p) {
-      std::fill(acc.begin(), acc.end(), A(0));
+      A* acc = kDirect ? reinterpret_cast<A*>(dst + p * pin) : buf.data();
+      std::fill(acc, acc + pin, A(0));
+      const int64_t* ip = ind + p * pout;
+      const T* gp = g + p * pout;
       for (int64_t o = 0; o < pout; ++o) {
-        const int64_t k = ind[p * pout + o];
+        const int64_t k = ip[o];
         if (k < 0 || k >= pin) {
           bad = k;
           continue;
         }
-        acc[size_t(k)] += A(g[p * pout + o]);
+        acc[k] += A(gp[o]);
       }
-      for (int64_t i = 0; i < pin; ++i) dst[p * pin + i] = T(acc[size_t(i)]);
+      if (!kDirect)
+        for (int64_t i = 0; i < pin; ++i) dst[p * pin + i] = T(acc[i]);
     }
   });
   EMBER_CHECK(bad.load() == -1, "max_pool backward: index ", bad.load(),
@@ -107,6 +204,57 @@ void avg_pool_impl(const Tensor& out, const Tensor& in, const PoolGeom& g, bool 
   const int64_t planes = pout ? (backward ? in.numel() : out.numel()) / pout : 0;
   const T* src = in.data<T>();
   T* dst = out.data<T>();
+  const Regular rw = regular(g.w);
+  if (rw.ok) {
+    // Per output row: the factors f_j (rounded once from double, as the table walk), then
+    // window offsets outermost, columns innermost.
+    const int64_t S = rw.stride;
+    parallel_for(0, planes, plane_grain(pin + pout), [&](int64_t b, int64_t e) {
+      constexpr bool kDirect = std::is_same<A, T>::value;
+      std::vector<A> buf(backward && !kDirect ? size_t(pin) : 0), row(static_cast<size_t>(ow)),
+          fw(static_cast<size_t>(ow));
+      A* __restrict__ r = row.data();
+      A* __restrict__ f = fw.data();
+      const double* ws = g.w.scale.data();
+      for (int64_t p = b; p < e; ++p) {
+        A* acc = nullptr;
+        if (backward) {
+          acc = kDirect ? reinterpret_cast<A*>(dst + p * pin) : buf.data();
+          std::fill(acc, acc + pin, A(0));
+        }
+        for (int64_t i = 0; i < oh; ++i) {
+          const double fi = g.scale * g.h.scale[size_t(i)];
+          for (int64_t j = 0; j < ow; ++j) f[j] = A(fi * ws[j]);
+          if (!backward) {
+            const T* x = src + p * pin;
+            std::fill(r, r + ow, A(0));
+            for (int64_t a = g.h.ptr[i]; a < g.h.ptr[i + 1]; ++a) {
+              const T* xr = x + g.h.idx[a] * iw;
+              for (int64_t c = 0; c < rw.kernel; ++c) {
+                const T* xc = xr + c * rw.dilation;
+                for (int64_t j = 0; j < ow; ++j) r[j] += A(xc[j * S]);
+              }
+            }
+            T* o = dst + p * pout + i * ow;
+            for (int64_t j = 0; j < ow; ++j) o[j] = T(r[j] * f[j]);
+          } else {
+            const T* gr = src + p * pout + i * ow;
+            for (int64_t j = 0; j < ow; ++j) r[j] = A(gr[j]) * f[j];
+            for (int64_t a = g.h.ptr[i]; a < g.h.ptr[i + 1]; ++a) {
+              A* ar = acc + g.h.idx[a] * iw;
+              for (int64_t c = 0; c < rw.kernel; ++c) {
+                A* __restrict__ ac = ar + c * rw.dilation;
+                for (int64_t j = 0; j < ow; ++j) ac[j * S] += r[j];
+              }
+            }
+          }
+        }
+        if (backward && !kDirect)
+          for (int64_t k = 0; k < pin; ++k) dst[p * pin + k] = T(acc[k]);
+      }
+    });
+    return;
+  }
   parallel_for(0, planes, plane_grain(pin + pout), [&](int64_t b, int64_t e) {
     std::vector<A> acc(backward ? size_t(pin) : 0);
     for (int64_t p = b; p < e; ++p) {
@@ -145,6 +293,7 @@ void avg_pool_kernel(const Tensor& out, const Tensor& in, const PoolGeom& g, boo
 
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     max_pool_stub.fns[int(DeviceType::CPU)] = max_pool_kernel;
     max_pool_backward_stub.fns[int(DeviceType::CPU)] = max_pool_backward_kernel;
     avg_pool_stub.fns[int(DeviceType::CPU)] = avg_pool_kernel;

@@ -4,9 +4,13 @@
 // The kernels below compare floats in their vectorized exp/tanh; without
 // -fno-trapping-math GCC keeps those loops scalar (a compare "may trap").
 // Nothing here reads the floating-point exception flags.
+// Compiled once per CPU capability (Note [CPU capability dispatch]).
 #pragma GCC optimize("no-trapping-math")
+#include "ember/backends/cpu/capability.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ember/backends/cpu/nn_rnn_math.h"
 #include "ember/core/parallel.h"
@@ -183,11 +187,144 @@ void accumulate_kernel(const Tensor& a, const Tensor& b) {
   accumulate<float>(a, b);
 }
 
+// ---- the recurrent GEMM on packed weights (Note [Packed recurrent weights]) -------------
+// op(w) (k x n) is stored as ceil(n / NR) panels of k rows by NR columns (zero columns past
+// n), so a panel is one contiguous block the micro-kernel streams through, kKC rows at a time;
+// a step's rows are read in place. The micro-kernel keeps MR rows by NR columns of the product in
+// MR * NR / lanes vector registers (as small_gemm.cpp's), and each panel is reused across all
+// of a step's row tiles while it sits in L1. Panels split over the thread pool.
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+#elif defined(__AVX2__)
+constexpr int kVecBytes = 32;
+#else
+constexpr int kVecBytes = 16;
+#endif
+constexpr int64_t kMR = 6;
+// Depth of one pass over a panel: kKC rows of NR columns (16 KiB of floats) stay in L1 while
+// every row tile of the step reads them.
+constexpr int64_t kKC = 256;
+template <typename T>
+constexpr int64_t kNR = 64 / int64_t(sizeof(T));  // one cache line: 16 floats, 8 doubles
+
+template <typename T>
+Tensor pack_typed(const Tensor& w, bool trans) {
+  constexpr int64_t NR = kNR<T>;
+  const int64_t k = trans ? w.size(1) : w.size(0), n = trans ? w.size(0) : w.size(1);
+  const int64_t panels = (n + NR - 1) / NR;
+  Tensor packed = empty(Shape{panels, k, NR}, w.dtype(), w.device());
+  const T* src = w.data<T>();
+  T* dst = packed.data<T>();
+  const int64_t ld = w.size(1);
+  parallel_for(0, panels, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t j0 = p * NR, nc = std::min(NR, n - j0);
+      T* d = dst + p * k * NR;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        T* row = d + kk * NR;
+        if (trans)
+          for (int64_t j = 0; j < nc; ++j) row[j] = src[(j0 + j) * ld + kk];
+        else
+          for (int64_t j = 0; j < nc; ++j) row[j] = src[kk * ld + j0 + j];
+        for (int64_t j = nc; j < NR; ++j) row[j] = T(0);
+      }
+    }
+  });
+  return packed;
+}
+
+template <typename T>
+inline void rnn_micro(const T* const (&a)[kMR], int64_t k, const T* __restrict b,
+                      T (&acc)[kMR][kNR<T>]) {
+  typedef T V __attribute__((vector_size(kVecBytes)));
+  typedef T VU __attribute__((vector_size(kVecBytes), aligned(alignof(T)), may_alias));
+  constexpr int kV = int(kNR<T> * int64_t(sizeof(T)) / kVecBytes);
+  V v[kMR][kV] = {};
+  for (int64_t p = 0; p < k; ++p) {
+    const VU* row = reinterpret_cast<const VU*>(b + p * kNR<T>);
+    V bv[kV];
+    for (int q = 0; q < kV; ++q) bv[q] = row[q];
+    for (int64_t r = 0; r < kMR; ++r) {
+      const T av = a[r][p];
+      for (int q = 0; q < kV; ++q) v[r][q] += av * bv[q];
+    }
+  }
+  std::memcpy(acc, v, sizeof(v));
+}
+
+template <typename T>
+void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& packed, const Tensor& bias,
+                bool accumulate) {
+  constexpr int64_t NR = kNR<T>;
+  const int64_t m = c.size(0), n = c.size(1), k = a.size(1);
+  const int64_t panels = packed.size(0);
+  const T* ap = a.data<T>();
+  const T* bp = packed.data<T>();
+  const T* bias_p = bias.defined() ? bias.data<T>() : nullptr;
+  T* cp = c.data<T>();
+  // A panel costs m * k * NR multiply-adds; split when a thread gets some 64k of them.
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, m * k * NR));
+  parallel_for(0, panels, grain, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p) {
+      const int64_t j0 = p * NR, nc = std::min(NR, n - j0);
+      for (int64_t k0 = 0; k0 < k; k0 += kKC) {
+        const int64_t kc = std::min(kKC, k - k0);
+        const bool first = k0 == 0 && !accumulate;
+        const T* b = bp + (p * k + k0) * NR;
+        for (int64_t i0 = 0; i0 < m; i0 += kMR) {
+          const T* rows[kMR];
+          for (int64_t r = 0; r < kMR; ++r) rows[r] = ap + std::min(i0 + r, m - 1) * k + k0;
+          alignas(64) T acc[kMR][NR];
+          rnn_micro<T>(rows, kc, b, acc);
+          const int64_t nr = std::min(kMR, m - i0);
+          for (int64_t r = 0; r < nr; ++r) {
+            T* dst = cp + (i0 + r) * n + j0;
+            if (!first)
+              for (int64_t j = 0; j < nc; ++j) dst[j] += acc[r][j];
+            else if (bias_p)
+              for (int64_t j = 0; j < nc; ++j) dst[j] = bias_p[j0 + j] + acc[r][j];
+            else
+              for (int64_t j = 0; j < nc; ++j) dst[j] = acc[r][j];
+          }
+        }
+      }
+    }
+  });
+}
+
+Tensor pack_kernel(const Tensor& w, bool trans) {
+  if (w.dtype() == DType::Float64) return pack_typed<double>(w, trans);
+  EMBER_CHECK(w.dtype() == DType::Float32, "rnn: unsupported dtype ", dtype_name(w.dtype()));
+  return pack_typed<float>(w, trans);
+}
+
+void gemm_kernel(const Tensor& c, const Tensor& a, const Tensor& packed, const Tensor& bias,
+                 bool accumulate) {
+  if (c.numel() == 0) return;
+  if (a.size(1) == 0) {  // an empty sum
+    if (!accumulate) {
+      for (int64_t i = 0; i < c.size(0); ++i)
+        if (c.dtype() == DType::Float64)
+          for (int64_t j = 0; j < c.size(1); ++j)
+            c.data<double>()[i * c.size(1) + j] = bias.defined() ? bias.data<double>()[j] : 0.0;
+        else
+          for (int64_t j = 0; j < c.size(1); ++j)
+            c.data<float>()[i * c.size(1) + j] = bias.defined() ? bias.data<float>()[j] : 0.0f;
+    }
+    return;
+  }
+  if (c.dtype() == DType::Float64) return gemm_typed<double>(c, a, packed, bias, accumulate);
+  gemm_typed<float>(c, a, packed, bias, accumulate);
+}
+
 struct Registrar {
   Registrar() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     rnn_step_fwd_stub.fns[int(DeviceType::CPU)] = &step_fwd_kernel;
     rnn_step_bwd_stub.fns[int(DeviceType::CPU)] = &step_bwd_kernel;
     rnn_accumulate_stub.fns[int(DeviceType::CPU)] = &accumulate_kernel;
+    rnn_pack_stub.fns[int(DeviceType::CPU)] = &pack_kernel;
+    rnn_gemm_stub.fns[int(DeviceType::CPU)] = &gemm_kernel;
   }
 } g_registrar;
 

@@ -10,7 +10,11 @@
 
 #include "ember/backends/cpu/nn_vec.h"
 
-namespace ember::cpu::nnmath {
+// One copy per compiled CPU capability, as nn_vec.h: out-of-line copies of these inline
+// functions must not be merged across the capability builds of the including kernels.
+namespace ember::cpu {
+inline namespace EMBER_CPU_NS {
+namespace nnmath {
 
 inline float exp_f(float x) { return vec::exp_f(x); }
 
@@ -35,4 +39,6 @@ inline float tanh_(float x) {
 }
 inline double tanh_(double x) { return std::tanh(x); }
 
-}  // namespace ember::cpu::nnmath
+}  // namespace nnmath
+}  // namespace EMBER_CPU_NS
+}  // namespace ember::cpu

@@ -1,6 +1,9 @@
 // CPU loops of the fused multi-tensor optimizer steps (see Note [Fused optimizer steps]).
 // Every kernel is one parallel pass over the concatenated elements of all tensors of
 // a group; each element is read once, updated in opmath_t and written once.
+// Compiled once per CPU capability (Note [CPU capability dispatch]).
+#include "ember/backends/cpu/capability.h"
+
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -385,6 +388,7 @@ void adadelta_kernel(const OptimTensors& t, const AdadeltaArgs& a) {
 
 struct Register {
   Register() {
+    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
     constexpr int cpu = int(DeviceType::CPU);
     sgd_step_stub.fns[cpu] = &sgd_kernel;
     adam_step_stub.fns[cpu] = &adam_kernel;

@@ -22,6 +22,13 @@ using CrossEntropyBackwardKernel = void (*)(const Tensor& gx, const Tensor& coef
                                             int64_t ignore_index);
 extern DispatchStub<CrossEntropyBackwardKernel> cross_entropy_backward_stub;
 
+/// nll backward: gx (M, C) contiguous is overwritten with gx[i, t_i] = -coef[i] and 0 elsewhere
+/// (a row with t_i == ignore_index is all 0). coef (M) and target (M) contiguous. A backend
+/// without it runs the composite (a one-hot select).
+using NllBackwardKernel = void (*)(const Tensor& gx, const Tensor& coef, const Tensor& target,
+                                   int64_t ignore_index);
+extern DispatchStub<NllBackwardKernel> nll_backward_stub;
+
 /// CTC: log_probs (T, N, C) contiguous; the labels of sample n are
 /// targets[offsets[n] .. offsets[n] + tgt_lens[n]) of the flat int64 `targets`;
 /// in_lens, tgt_lens, offsets int64 (N), all checked by the front-end. Writes nll (N)

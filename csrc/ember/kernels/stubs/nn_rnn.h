@@ -47,6 +47,21 @@ struct RnnStepBwdArgs {
 using RnnStepBwdKernel = void (*)(const RnnStepBwdArgs&);
 extern DispatchStub<RnnStepBwdKernel> rnn_step_bwd_stub;
 
+/// Note [Packed recurrent weights]
+/// Every step of a layer multiplies its few batch rows by the same recurrent weight: a GEMM
+/// through the BLAS repacks that weight on every call (for LSTM(128, 256), batch 32, a 1 MiB
+/// copy per step, a third of the multiply's time). rnn_pack_stub packs op(w) once per layer
+/// call into column panels; rnn_gemm_stub then multiplies a step's rows by it with a register-
+/// tiled kernel. A backend without them (no slot filled) runs the steps through addmm.
+/// Packs op(w) (k x n: w^T of the n x k `w` when `trans`, else the k x n `w`; contiguous).
+using RnnPackKernel = Tensor (*)(const Tensor& w, bool trans);
+extern DispatchStub<RnnPackKernel> rnn_pack_stub;
+/// c [rows, n] = (accumulate ? c : bias broadcast over rows, or 0) + a [rows, k] @ op(w), with
+/// `packed` = rnn_pack_stub(w, ...); c and a contiguous, bias (n) contiguous or undefined.
+using RnnGemmKernel = void (*)(const Tensor& c, const Tensor& a, const Tensor& packed,
+                               const Tensor& bias, bool accumulate);
+extern DispatchStub<RnnGemmKernel> rnn_gemm_stub;
+
 /// a[i] += b[i] over `n` elements of contiguous a and b (same dtype).
 using RnnAccumulateKernel = void (*)(const Tensor& a, const Tensor& b);
 extern DispatchStub<RnnAccumulateKernel> rnn_accumulate_stub;
