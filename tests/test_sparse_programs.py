@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+import ember
+
 TORCH_PY = os.environ.get("TORCH_PYTHON", "/work/torchvenv/bin/python")
 
 GCN_PROGRAM = r'''
@@ -130,6 +130,11 @@ print(json.dumps(out))
 '''
 
 
+# The directory ember was imported from (the dev tree or the installed wheel), so
+# the child process imports the same build this test process does.
+EMBER_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+
+
 def _run(python, source, env_extra):
     env = dict(os.environ, **env_extra)
     r = subprocess.run([python, "-c", source], capture_output=True, text=True, env=env,
@@ -148,7 +153,7 @@ def _check_trend(res, who):
 
 def test_gcn_on_sparse_adjacency_trains_on_ember():
     res = _run(sys.executable, EMBER_PRELUDE + GCN_PROGRAM,
-               {"PYTHONPATH": os.path.join(ROOT, "python")})
+               {"PYTHONPATH": EMBER_PARENT})
     assert res["nnz"] == 2 * res["edges"] + 240
     _check_trend(res, "ember")
 
@@ -156,7 +161,7 @@ def test_gcn_on_sparse_adjacency_trains_on_ember():
 @pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="no PyTorch venv at " + TORCH_PY)
 def test_gcn_loss_trend_matches_pytorch():
     ours = _run(sys.executable, EMBER_PRELUDE + GCN_PROGRAM,
-                {"PYTHONPATH": os.path.join(ROOT, "python")})
+                {"PYTHONPATH": EMBER_PARENT})
     try:
         theirs = _run(TORCH_PY, GCN_PROGRAM, {"PYTHONPATH": ""})
     except AssertionError as e:
@@ -177,7 +182,7 @@ def test_gcn_loss_trend_matches_pytorch():
 def test_sparse_embedding_optimizers_match_pytorch():
     import numpy as np
     ours = _run(sys.executable, EMBER_PRELUDE + EMBEDDING_PROGRAM,
-                {"PYTHONPATH": os.path.join(ROOT, "python")})
+                {"PYTHONPATH": EMBER_PARENT})
     theirs = _run(TORCH_PY, EMBEDDING_PROGRAM, {"PYTHONPATH": ""})
     for name in theirs:
         for a, b in zip(ours[name], theirs[name]):
