@@ -32,6 +32,7 @@ from .autograd.grad_mode import (  # noqa: E402,F401
 from . import nn, optim, utils  # noqa: E402,F401
 import ember.utils.data  # noqa: E402,F401
 from . import amp, cpu, profiler  # noqa: E402,F401  (mixed precision, op profiler)
+from . import jit, onnx  # noqa: E402,F401  (trace/script/save/load, ONNX export)
 from .amp.autocast_mode import (  # noqa: E402,F401
     autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled, set_autocast_dtype,
     is_autocast_cpu_enabled, get_autocast_cpu_dtype, get_autocast_gpu_dtype,

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ember/core/inference_mode.h"
+#include "ember/core/trace_state.h"
 #include "ember/core/tls.h"
 
 namespace ember {
@@ -217,6 +218,7 @@ static void check_view_bounds(const Storage& st, DType dtype, const Shape& sizes
 }
 
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
+  if (trace_state::outermost()) trace_state::untraced("a view");  // Note [Tracing]
   int64_t n = checked_numel(sizes);
   check_view_bounds(base.storage(), base.dtype(), sizes, strides, offset, n);
   auto impl =

@@ -1,6 +1,7 @@
 // Convolution front-ends (ops/nn_conv.h): argument checks with messages that say
 // which dim is wrong and what the kernel needs, then im2col + one GEMM per group
 // over a whole batch chunk (Note [Convolution layout]).
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/nn_conv.h"
 
 #include <algorithm>
@@ -299,6 +300,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
                    const Shape& stride, const Shape& pad_lo, const Shape& pad_hi,
                    const Shape& dilation, bool transposed, const Shape& output_padding,
                    int64_t groups, const std::string& op) {
+  EMBER_TRACE("aten::convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] pad_lo, int[] pad_hi, int[] dilation, bool transposed, int[] output_padding, int groups, str op) -> Tensor", convolution, input, weight, bias_opt, stride, pad_lo, pad_hi, dilation, transposed, output_padding, groups, op);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("convolution", {input, weight, autocast::opt(bias_opt)});
     autocast::ExcludeGuard g_;

@@ -1,6 +1,7 @@
 // Loss front-ends (see ops/nn_loss.h). nll_loss / cross_entropy canonicalize their
 // input to rows (M, C) and call one fused kernel; the backward is recorded by
 // derivatives/nn_loss.cpp. The other losses are composites of recorded ops.
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/nn_loss.h"
 #include "ember/autograd/derivatives/formula.h"
 
@@ -152,6 +153,7 @@ Tensor apply_reduction(const Tensor& loss, Reduction r) {
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                 Reduction red, int64_t ignore_index) {
+  EMBER_TRACE("aten::nll_loss(Tensor input, Tensor target, Tensor? weight, int reduction, int ignore_index=-100) -> Tensor", nll_loss, input, target, weight, red, ignore_index);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("nll_loss", {input, target, autocast::opt(weight)});
     autocast::ExcludeGuard g_;
@@ -162,6 +164,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<T
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                      Reduction red, int64_t ignore_index, double ls) {
+  EMBER_TRACE("aten::cross_entropy(Tensor input, Tensor target, Tensor? weight, int reduction, int ignore_index=-100, float label_smoothing=0) -> Tensor", cross_entropy, input, target, weight, red, ignore_index, ls);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("cross_entropy", {input, target, autocast::opt(weight)});
     autocast::ExcludeGuard g_;
@@ -204,6 +207,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optio
 }
 
 Tensor mse_loss(const Tensor& x, const Tensor& t, Reduction r) {
+  EMBER_TRACE("aten::mse_loss(Tensor self, Tensor t, int reduction) -> Tensor", mse_loss, x, t, r);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("mse_loss", {x, t});
     autocast::ExcludeGuard g_;
@@ -214,6 +218,7 @@ Tensor mse_loss(const Tensor& x, const Tensor& t, Reduction r) {
 }
 
 Tensor l1_loss(const Tensor& x, const Tensor& t, Reduction r) {
+  EMBER_TRACE("aten::l1_loss(Tensor self, Tensor t, int reduction) -> Tensor", l1_loss, x, t, r);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("l1_loss", {x, t});
     autocast::ExcludeGuard g_;
@@ -223,6 +228,7 @@ Tensor l1_loss(const Tensor& x, const Tensor& t, Reduction r) {
 }
 
 Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, Reduction r, double beta) {
+  EMBER_TRACE("aten::smooth_l1_loss(Tensor self, Tensor t, int reduction, float beta) -> Tensor", smooth_l1_loss, x, t, r, beta);
   EMBER_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
   if (beta == 0) return l1_loss(x, t, r);
   Tensor d = unary(U::abs, minus(x, t));
@@ -231,6 +237,7 @@ Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, Reduction r, double beta
 }
 
 Tensor huber_loss(const Tensor& x, const Tensor& t, Reduction r, double delta) {
+  EMBER_TRACE("aten::huber_loss(Tensor self, Tensor t, int reduction, float delta) -> Tensor", huber_loss, x, t, r, delta);
   EMBER_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
   Tensor d = unary(U::abs, minus(x, t));
   Tensor quad = mul(mul(d, d), S(0.5));
@@ -240,6 +247,7 @@ Tensor huber_loss(const Tensor& x, const Tensor& t, Reduction r, double delta) {
 
 Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const std::optional<Tensor>& weight,
                             Reduction r) {
+  EMBER_TRACE("aten::binary_cross_entropy(Tensor self, Tensor t, Tensor? weight, int reduction) -> Tensor", binary_cross_entropy, x, t, weight, r);
   check_floating(x, "binary_cross_entropy");
   EMBER_CHECK_VALUE(t.sizes() == x.sizes(), "Using a target size (", shape_str(t.sizes()),
                     ") that is different to the input size (", shape_str(x.sizes()),
@@ -265,6 +273,7 @@ Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const std::optiona
 Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t,
                                         const std::optional<Tensor>& weight,
                                         const std::optional<Tensor>& pos_weight, Reduction r) {
+  EMBER_TRACE("aten::binary_cross_entropy_with_logits(Tensor self, Tensor t, Tensor? weight, Tensor? pos_weight, int reduction) -> Tensor", binary_cross_entropy_with_logits, x, t, weight, pos_weight, r);
   check_floating(x, "binary_cross_entropy_with_logits");
   EMBER_CHECK_VALUE(t.sizes() == x.sizes(), "Target size (", shape_str(t.sizes()),
                     ") must be the same as input size (", shape_str(x.sizes()), ")");
@@ -285,6 +294,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t,
 
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, int64_t blank, Reduction r, bool zero_infinity) {
+  EMBER_TRACE("aten::ctc_loss(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank, int reduction, bool zero_infinity) -> Tensor", ctc_loss, log_probs, targets, input_lengths, target_lengths, blank, r, zero_infinity);
   const char* op = "ctc_loss";
   check_floating(log_probs, op);
   EMBER_CHECK(log_probs.dim() == 3 || log_probs.dim() == 2, op,

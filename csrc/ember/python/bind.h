@@ -146,6 +146,7 @@ void init_surface(py::module_& m);   // python/surface.cpp: the everyday torch.*
 void init_lapack(py::module_& m);    // python/lapack.cpp: ember.linalg through LAPACK
 void init_profiler(py::module_& m);  // python/profiler.cpp: the op profiler
 void init_amp(py::module_& m);       // python/amp.cpp: autocast state and GradScaler kernels
+void init_jit(py::module_& m);       // python/jit.cpp: ember.jit's graphs, tracer and archives
 
 /// True (and sets `out`) when `h` is an ember Tensor.
 bool as_tensor(py::handle h, Tensor*& out);
