@@ -3,9 +3,9 @@
     python3 benchmarks/bench_cuda.py [--cases SUBSTRING ...]
 
 Each case is warmed up and timed with CUDA events around a batch of calls
-(median of several batches); PyTorch runs in a subprocess under
-/work/torchvenv/bin/python (or /usr/bin/python3) after ember, never at the same
-time. Cases that fail show as n/a with the error. The training-step cases also count the
+(median of several batches). ember is the one this interpreter imports (the installed
+wheel; the header says which file); PyTorch runs in a subprocess under $TORCH_PYTHON, else
+/work/torchvenv/bin/python, else /usr/bin/python3, after ember, never at the same time. Cases that fail show as n/a with the error. The training-step cases also count the
 cudaMalloc calls (segments allocated) of 20 more steps: a warm caching allocator makes none.
 """
 import argparse
@@ -121,16 +121,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", nargs="*", default=[])
     args = ap.parse_args()
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYTHONPATH=os.path.join(here, "..", "python"))
-    probe = subprocess.run([sys.executable, "-c", "import ember; print(ember.cuda.is_available())"],
-                           capture_output=True, text=True, env=env)
-    if probe.stdout.strip() != "True":
+    probe = subprocess.run([sys.executable, "-c", "import ember; print(ember.cuda.is_available(), ember.__file__)"],
+                           capture_output=True, text=True)
+    available, _, where = probe.stdout.strip().partition(" ")
+    if available != "True":
         print("bench_cuda: no CUDA GPU (or a CPU-only ember build): nothing to time")
         return
+    print(f"bench_cuda: timing ember from {where}")
     cases = [k for k in CASES if not args.cases or any(s in k for s in args.cases)]
-    ours = run(sys.executable, "ember", cases, env)
-    torch_py = next((p for p in ("/work/torchvenv/bin/python", "/usr/bin/python3") if os.path.exists(p)), None)
+    ours = run(sys.executable, "ember", cases)
+    candidates = (os.environ.get("TORCH_PYTHON", ""), "/work/torchvenv/bin/python", "/usr/bin/python3")
+    torch_py = next((p for p in candidates if p and os.path.exists(p)), None)
     theirs = run(torch_py, "torch", cases) if torch_py else {k: "n/a" for k in cases}
     w = max(len(k) for k in cases) + 2
     print(f"{'case':<{w}}{'ember':>28}{'PyTorch':>28}{'ember/torch time':>18}")

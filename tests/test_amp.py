@@ -182,6 +182,102 @@ def test_decorator_and_legacy_spellings():
             assert not ember.is_autocast_enabled("cuda")
 
 
+def _row_calls(dev, low):
+    """One call per row of the policy table: (inputs of the dtype that row changes) -> out.
+    LowerPrecision rows get float32 inputs, Float32 rows 16-bit inputs, Promote rows mixed
+    ones. Outside autocast each call returns another dtype (checked), so a row without effect
+    fails."""
+    f = {"device": dev}
+
+    def r(*shape, dtype=ember.float32):
+        return ember.randn(*shape, **f).to(dtype)
+
+    def pos(*shape, dtype=ember.float32):
+        return (ember.rand(*shape, **f) * 0.8 + 0.1).to(dtype)
+    h = low
+    tgt = ember.randint(0, 4, (3,), **f)
+    return {
+        # LowerPrecision: float32 in, the region's dtype out.
+        "matmul": lambda: ember.matmul(r(3, 4), r(4, 2)),
+        "mm": lambda: ember.mm(r(3, 4), r(4, 2)),
+        "bmm": lambda: ember.bmm(r(2, 3, 4), r(2, 4, 2)),
+        "addmm": lambda: ember.addmm(r(2), r(3, 4), r(4, 2)),
+        "baddbmm": lambda: ember.baddbmm(r(2, 3, 2), r(2, 3, 4), r(2, 4, 2)),
+        "addmv": lambda: ember.addmv(r(3), r(3, 4), r(4)),
+        "mv": lambda: ember.mv(r(3, 4), r(4)),
+        "linear": lambda: F.linear(r(3, 4), r(2, 4), r(2)),
+        "convolution": lambda: F.conv2d(r(1, 2, 5, 5), r(3, 2, 3, 3)),
+        # Float32: 16-bit in, float32 out.
+        "softmax": lambda: F.softmax(r(3, 4, dtype=h), 1),
+        "log_softmax": lambda: F.log_softmax(r(3, 4, dtype=h), 1),
+        "layer_norm": lambda: F.layer_norm(r(3, 4, dtype=h), (4,)),
+        "group_norm": lambda: F.group_norm(r(3, 4, 2, dtype=h), 2),
+        "batch_norm": lambda: F.batch_norm(r(3, 4, dtype=h), None, None, training=True),
+        "nll_loss": lambda: F.nll_loss(r(3, 4, dtype=h), tgt),
+        "cross_entropy": lambda: F.cross_entropy(r(3, 4, dtype=h), tgt),
+        "mse_loss": lambda: F.mse_loss(r(3, 4, dtype=h), r(3, 4, dtype=h), reduction="none"),
+        "l1_loss": lambda: F.l1_loss(r(3, 4, dtype=h), r(3, 4, dtype=h), reduction="none"),
+        "smooth_l1_loss": lambda: F.smooth_l1_loss(r(3, 4, dtype=h), r(3, 4, dtype=h), reduction="none"),
+        "huber_loss": lambda: F.huber_loss(r(3, 4, dtype=h), r(3, 4, dtype=h), reduction="none"),
+        "binary_cross_entropy": lambda: F.binary_cross_entropy(pos(3, dtype=h), pos(3, dtype=h),
+                                                               reduction="none"),
+        "binary_cross_entropy_with_logits": lambda: F.binary_cross_entropy_with_logits(
+            r(3, dtype=h), pos(3, dtype=h), reduction="none"),
+        "exp": lambda: ember.exp(r(3, dtype=h)),
+        "expm1": lambda: ember.expm1(r(3, dtype=h)),
+        "log": lambda: ember.log(pos(3, dtype=h)),
+        "log2": lambda: ember.log2(pos(3, dtype=h)),
+        "log10": lambda: ember.log10(pos(3, dtype=h)),
+        "log1p": lambda: ember.log1p(pos(3, dtype=h)),
+        "reciprocal": lambda: ember.reciprocal(pos(3, dtype=h)),
+        "rsqrt": lambda: ember.rsqrt(pos(3, dtype=h)),
+        "acos": lambda: ember.acos(pos(3, dtype=h)),
+        "asin": lambda: ember.asin(pos(3, dtype=h)),
+        "cosh": lambda: ember.cosh(r(3, dtype=h)),
+        "sinh": lambda: ember.sinh(r(3, dtype=h)),
+        "tan": lambda: ember.tan(pos(3, dtype=h)),
+        "pow": lambda: r(3, dtype=h) ** 2,
+        "sum": lambda: ember.sum(r(3, dtype=h)),
+        "mean": lambda: ember.mean(r(3, dtype=h)),
+        "prod": lambda: ember.prod(r(3, dtype=h)),
+        "cumsum": lambda: ember.cumsum(r(3, dtype=h), 0),
+        "cumprod": lambda: ember.cumprod(r(3, dtype=h), 0),
+        # Promote: mixed floating inputs, the widest out (dot refuses mixed dtypes outside).
+        "cat": lambda: ember.cat([r(2, dtype=h), r(2, dtype=ember.float64)]),
+        "stack": lambda: ember.stack([r(2, dtype=h), r(2, dtype=ember.float64)]),
+        "addcmul": lambda: ember.addcmul(r(2, dtype=h), r(2, dtype=ember.float64), r(2, dtype=h)),
+        "addcdiv": lambda: ember.addcdiv(r(2, dtype=h), pos(2, dtype=ember.float64), pos(2, dtype=h)),
+        "atan2": lambda: ember.atan2(r(2, dtype=h), r(2, dtype=ember.float64)),
+        "dot": lambda: ember.dot(r(2, dtype=h), r(2, dtype=ember.float64)),
+    }
+
+
+# Rows whose op already returns the policy's dtype without autocast (type promotion does
+# what Promote says); the check under autocast still runs for them.
+_NATURALLY_PROMOTED = {"cat", "stack", "addcmul", "addcdiv", "atan2"}
+
+
+def test_every_policy_row_takes_effect(device):
+    """Item 20: one behavioural check per row of the policy table (C++, ops/autocast.cpp):
+    the row's op, run under autocast, returns the dtype its category says."""
+    dev, low = device, _low(device)
+    calls = _row_calls(dev, low)
+    rows = ember._C._autocast_policy()
+    assert sorted(op for op, _ in rows) == sorted(calls), "a policy row has no check (or a check no row)"
+    want = {1: low, 2: ember.float32, 3: ember.float64}
+    for op, cat in rows:
+        with ember.autocast(_dev_type(dev)):
+            got = calls[op]().dtype
+        assert got == want[cat], f"{op}: autocast gave {got}, its row says {want[cat]}"
+        if op in _NATURALLY_PROMOTED:
+            continue
+        try:  # without autocast the dtype differs: the row is what made the difference
+            plain = calls[op]().dtype
+        except RuntimeError:
+            continue  # dot of mixed dtypes is an error outside autocast
+        assert plain != want[cat], f"{op}: {plain} even without autocast"
+
+
 def test_policy_table_is_data():
     cat = ember._C._autocast_category
     assert cat("mm") == 1 and cat("linear") == 1 and cat("convolution") == 1

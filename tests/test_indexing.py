@@ -465,7 +465,7 @@ def test_scatter_and_scatter_add():
     y = T(a.astype(np.float64))
     assert y.scatter_add_(1, T(idx2), T(src2)) is y
     np.testing.assert_allclose(N(y), exp3, rtol=1e-12)
-    with pytest.warns(UserWarning, match="reduce argument of torch.scatter with Tensor src is deprecated"):
+    with pytest.warns(UserWarning, match="reduce argument of ember.scatter with Tensor src is deprecated"):
         z = T(np.zeros(3, np.int64)).scatter(0, T(np.array([0, 0, 2])), T(np.array([1, 1, 1])), reduce="add")
     np.testing.assert_array_equal(N(z), [2, 0, 1])
 

@@ -4,6 +4,14 @@ core/      includes only core/
 kernels/   includes only core/ and kernels/
 backends/  include only core/, kernels/ and their own backends/ headers (never ops/ front-ends,
            autograd or the bindings), so a backend sees the backend-neutral kernel layer only.
+ops/       the front-ends: core/, kernels/, autograd/ (recording) and ops/, never the bindings
+           (python/), a backend or the DataLoader's data/; the C++ API (and the C++ JIT
+           runtime) has every op's semantics without Python.
+autograd/  core/, kernels/, ops/ (formulas are ember ops) and autograd/.
+data/      core/, ops/ and data/.
+python/    the bindings: anything but a backend's kernels (argument conversion only; the op
+           semantics live in ops/).
+And nothing below python/ includes pybind11 or Python.h (the _C_cuda module aside).
 
 A source grep: it needs no build and fails naming the file and line that breaks the rule.
 KNOWN lists the includes that still break it, each with its reason; an entry that no longer
@@ -20,6 +28,10 @@ ALLOWED = {
     "core": {"core"},
     "kernels": {"core", "kernels"},
     "backends": {"core", "kernels", "backends"},
+    "ops": {"core", "kernels", "autograd", "ops"},
+    "autograd": {"core", "kernels", "autograd", "ops"},
+    "data": {"core", "ops", "data"},
+    "python": {"core", "kernels", "autograd", "ops", "data", "python"},
 }
 
 # file -> the layers it may still include against the rule, and why.
@@ -34,7 +46,13 @@ KNOWN = {
     # transpose, with strided device copies of views (copy_, transpose, narrow), as
     # copy_fill.cu does; a kernel-level strided copy entry point would remove both.
     "backends/cuda/linalg.cu": {"ops"},
+    # Backend switches and queries bound as they are (no op semantics): the chosen CPU
+    # capability, the BLAS's identity and on/off switch, the direct convolution switch.
+    "python/module.cpp": {"backends"},
+    "python/linalg.cpp": {"backends"},
+    "python/nn_conv.cpp": {"backends"},
 }
+PYTHON_API = re.compile(r'^\s*#\s*include\s*[<"](pybind11/|Python\.h)', re.M)
 
 
 def _sources(layer, src=SRC):
@@ -78,3 +96,17 @@ def test_grep_sees_a_violation(tmp_path):
     (tmp_path / "backends" / "cpu").mkdir(parents=True)
     (tmp_path / "backends" / "cpu" / "k.cpp").write_text('#include "ember/ops/reduce.h"\n')
     assert _violations("backends", tmp_path, {}) == ["backends/cpu/k.cpp:1: includes ember/ops/"]
+
+
+def test_no_python_below_the_bindings():
+    """Op semantics must not depend on Python: no layer below python/ includes pybind11 or
+    Python.h (the _C_cuda extension module, backends/cuda/module.cpp, is a binding file)."""
+    bad = []
+    for path in sorted(p for p in SRC.rglob("*") if p.suffix in {".h", ".cpp", ".cu", ".cuh"}):
+        rel = str(path.relative_to(SRC))
+        if rel.startswith("python/") or rel == "backends/cuda/module.cpp":
+            continue
+        text = path.read_text()
+        for m in PYTHON_API.finditer(text):
+            bad.append(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}")
+    assert not bad, "Python API included below the bindings:\n" + "\n".join(bad)

@@ -116,8 +116,22 @@ def test_shared_view_entries_are_validated():
     raw = f.getvalue()
     bad = raw.replace(b'\\"offset\\":2', b'\\"offset\\":9')
     assert bad != raw
-    with pytest.raises(RuntimeError, match="reaches element"):
+    with pytest.raises(RuntimeError, match="checksum mismatch in the header"):
         ember.load(io.BytesIO(bad))
+    # a header whose checksum matches (a hostile writer recomputes it) is validated too
+    with pytest.raises(RuntimeError, match="reaches element"):
+        ember.load(io.BytesIO(_rechecksummed(bad)))
+
+
+def _rechecksummed(data):
+    """`data` with header_crc32c recomputed, as a writer of a hostile file would."""
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    crc = ember._C._crc32c(serialization._canonical_header_bytes(header))
+    header["__metadata__"]["header_crc32c"] = f"{crc:08x}"
+    hb = json.dumps(header, separators=(",", ":")).encode()
+    hb += b" " * (-len(hb) % 8)
+    return struct.pack("<Q", len(hb)) + hb + data[8 + n:]
 
 
 def test_deepcopy_and_pickle_keep_views_shared():
@@ -331,7 +345,7 @@ def _ember_file(structure, entries=None, data=b"", version="1"):
 MALFORMED += [
     ("missing tensor", _ember_file({"tensor": "nope", "device": "cpu"}), "refers to a tensor 'nope'"),
     ("structure non json", _ember_file("{oops"), "the structure metadata is not valid JSON"),
-    ("unknown tag", _ember_file({"set": [1]}), "unknown tag 'set'"),
+    ("unknown tag", _ember_file({"sett": [1]}), "unknown tag 'sett'"),
     ("raw list", _ember_file([1, 2]), "unexpected list in the structure"),
     ("raw float", _ember_file({"list": [1.5]}), "unexpected float in the structure"),
     ("bad float", _ember_file({"float": "1.5x"}), "invalid float '1.5x'"),

@@ -10,7 +10,16 @@ class UntypedStorage:
     """The bytes behind a tensor; ``data_ptr()`` is the start of the allocation."""
 
     def __init__(self, flat):
-        self._flat = flat  # 1-D view over the whole storage
+        self._view = flat  # 1-D view over the whole storage when it was taken
+
+    @property
+    def _flat(self):
+        """The 1-D view over the whole storage, retaken when the storage has grown since
+        (resize_ grows a shared storage in place, Note [Resizing a shared storage])."""
+        v = self._view
+        if v._storage_nbytes() // v.element_size() != v.numel():
+            v = self._view = v._storage_view(type(self) is UntypedStorage)
+        return v
 
     def data_ptr(self) -> int:
         return self._flat._storage_ptr()
@@ -91,6 +100,11 @@ class layout:
 
     def __repr__(self):
         return f"ember.{self._name}"
+
+    def __reduce__(self):
+        # Pickled (and deep-copied) as the module global of its name, so the singleton
+        # stays itself: copy.deepcopy(ember.strided) is ember.strided.
+        return self._name
 
 
 strided = layout("strided")

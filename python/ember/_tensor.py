@@ -101,8 +101,7 @@ def _deepcopy(self, memo):
     else:
         skey = ("ember.storage", self._storage_ptr(), str(self.dtype), str(self.device))
         if skey not in memo:
-            with _C._no_grad_guard() if hasattr(_C, "_no_grad_guard") else _nullcontext():
-                memo[skey] = self.detach()._storage_view(False).clone()
+            memo[skey] = self.detach()._storage_view(False).clone()  # detached: records nothing
             memo.setdefault(id(memo), []).append(self)  # keep the key's storage alive
         result = memo[skey].as_strided(tuple(self.shape), self.stride(), self.storage_offset())
     if getattr(self, "requires_grad", False) and hasattr(result, "requires_grad_"):
@@ -111,14 +110,6 @@ def _deepcopy(self, memo):
         result = _as_subclass(result, type(self))
     memo[id(self)] = result
     return result
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _as_subclass(t, cls):

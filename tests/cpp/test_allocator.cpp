@@ -23,10 +23,7 @@ bool aligned64(const void* p) { return reinterpret_cast<uintptr_t>(p) % 64 == 0;
 class CpuAllocator : public ::testing::Test {
  protected:
   void SetUp() override { ember::cpu_allocator_empty_cache(); }
-  void TearDown() override {
-    ember::cpu_allocator_set_limit(int64_t(2) << 30);
-    ember::cpu_allocator_empty_cache();
-  }
+  void TearDown() override { ember::cpu_allocator_empty_cache(); }
 };
 
 TEST_F(CpuAllocator, BlocksAreAlignedTo64Bytes) {
@@ -89,21 +86,12 @@ TEST_F(CpuAllocator, TensorsReuseMemoryInSteadyState) {
   EXPECT_EQ(s1.cache_hits - s0.cache_hits, 4);
 }
 
-TEST_F(CpuAllocator, EmptyCacheAndLimit) {
+TEST_F(CpuAllocator, EmptyCache) {
   DataPtr a = ember::cpu_allocator()->allocate(4096);
   free_ptr(a);
   EXPECT_GE(ember::cpu_allocator_stats().cached_bytes, 4096);
   ember::cpu_allocator_empty_cache();
   EXPECT_EQ(ember::cpu_allocator_stats().cached_bytes, 0);
-  // With a zero limit nothing is cached: freed memory goes back to the OS.
-  ember::cpu_allocator_set_limit(0);
-  DataPtr b = ember::cpu_allocator()->allocate(4096);
-  free_ptr(b);
-  EXPECT_EQ(ember::cpu_allocator_stats().cached_bytes, 0);
-  int64_t hits = ember::cpu_allocator_stats().cache_hits;
-  DataPtr c = ember::cpu_allocator()->allocate(4096);
-  EXPECT_EQ(ember::cpu_allocator_stats().cache_hits, hits);
-  free_ptr(c);
 }
 
 TEST_F(CpuAllocator, ConcurrentUseKeepsStatsConsistent) {

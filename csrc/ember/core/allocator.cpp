@@ -193,16 +193,12 @@ class CachingCpuAllocator final : public Allocator {
       bin.clear();
     }
   }
-  void set_limit(int64_t b) {
-    limit_ = b;
-    if (cached_ > limit_) empty_cache();
-  }
 
  private:
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   std::atomic<int64_t> allocated_{0}, cached_{0}, hits_{0}, misses_{0};
-  std::atomic<int64_t> limit_{int64_t(2) << 30};
+  static constexpr int64_t limit_ = int64_t(2) << 30;  // cached bytes kept at most
 };
 
 CachingCpuAllocator& the_cpu_allocator() {
@@ -227,7 +223,6 @@ Allocator* g_allocators[kNumDeviceTypes] = {nullptr, nullptr};
 Allocator* cpu_allocator() { return &the_cpu_allocator(); }
 CpuAllocatorStats cpu_allocator_stats() { return the_cpu_allocator().stats(); }
 void cpu_allocator_empty_cache() { the_cpu_allocator().empty_cache(); }
-void cpu_allocator_set_limit(int64_t bytes) { the_cpu_allocator().set_limit(bytes); }
 
 void (*lazy_device_init_hook)(DeviceType t) = nullptr;
 

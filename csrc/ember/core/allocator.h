@@ -31,7 +31,6 @@ struct CpuAllocatorStats {
 Allocator* cpu_allocator();
 CpuAllocatorStats cpu_allocator_stats();
 void cpu_allocator_empty_cache();
-void cpu_allocator_set_limit(int64_t bytes);
 
 /// The allocator for a device (CUDA's is registered by the CUDA backend,
 /// loaded on first use through `lazy_device_init_hook`).

@@ -15,11 +15,13 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "ember/core/error.h"
 #include "ember/core/tls.h"
+#include "ember/core/warning.h"
 
 namespace ember {
 
@@ -95,10 +97,23 @@ bool spin_until(const F& ready) {
   }
 }
 
+// Note [Thread pool start failure]
+// Starting a thread can fail (RLIMIT_AS too small for another stack, a pids cgroup
+// limit, RLIMIT_NPROC): std::thread's constructor then throws. The pool keeps the workers
+// it did start and runs with them; tasks are claimed dynamically (work()), so any number
+// of workers, zero included, completes every task. Throwing out of the constructor
+// instead destroyed the mutex and condition variables under the started workers, and
+// every later parallel op waited forever. pool_for() then rebuilds the pool with half the
+// workers that started (leaving the exhausted resource some room for the ops' own memory),
+// lowers the thread count to that and warns.
 class ThreadPool {
  public:
   explicit ThreadPool(int n) {
-    for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { loop(i); });
+    try {
+      workers_.reserve(size_t(n));
+      for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { loop(i); });
+    } catch (const std::exception&) {  // std::system_error (EAGAIN) or std::bad_alloc
+    }
   }
   ~ThreadPool() {
     {
@@ -190,11 +205,24 @@ struct AtForkRegistrar {
   AtForkRegistrar() { pthread_atfork(nullptr, nullptr, &forget_pool_in_child); }
 } g_atfork;
 
-ThreadPool& pool_for(int nthreads) {
+// The pool for `nthreads` threads (the caller and nthreads - 1 workers). When fewer
+// workers start (Note [Thread pool start failure]) the thread count falls to what
+// started, with a warning, and *started is set to it.
+ThreadPool& pool_for(int nthreads, int* started) {
   std::lock_guard<std::mutex> g(g_pool_mu);
+  *started = 0;
   if (!g_pool || g_pool->size() != nthreads - 1) {
     delete g_pool;
     g_pool = new ThreadPool(nthreads - 1);
+    if (g_pool->size() != nthreads - 1) {
+      // Whatever stopped the next thread (address space, processes) is exhausted now: keep
+      // half the workers that started, so the ops themselves still find memory.
+      const int keep = g_pool->size() / 2;
+      delete g_pool;
+      g_pool = new ThreadPool(keep);
+      *started = g_pool->size() + 1;
+      g_num_threads.store(*started);
+    }
   }
   return *g_pool;
 }
@@ -247,7 +275,15 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain,
     }
     t_in_parallel = prev;
   };
-  pool_for(nt).run(tasks, task);
+  int started = 0;
+  ThreadPool& pool = pool_for(nt, &started);
+  if (started)
+    warn("ember: could not start the " + std::to_string(nt - 1) +
+         " worker threads the thread pool needs (a resource limit: RLIMIT_AS, RLIMIT_NPROC or "
+         "a pids cgroup); running with " +
+         std::to_string(started) + " threads. ember.set_num_threads(" + std::to_string(started) +
+         ") silences this.");
+  pool.run(tasks, task);
   if (err) std::rethrow_exception(err);
 }
 

@@ -123,6 +123,7 @@ Shape contiguous_strides(const Shape& sizes) {
 }
 
 int64_t checked_numel(const Shape& sizes) {
+  check_ndim(int64_t(sizes.size()), "tensor");
   int64_t n = 1;
   for (int64_t s : sizes) {
     EMBER_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ",
@@ -171,8 +172,14 @@ Storage make_storage(size_t nbytes, Device device) {
   return std::make_shared<StorageImpl>(d, nbytes, device);
 }
 
+void check_ndim(int64_t ndim, const char* what) {
+  EMBER_CHECK(ndim <= kMaxDims, what, ": tensors of more than ", kMaxDims,
+              " dimensions are not supported, got ", ndim);
+}
+
 static std::shared_ptr<TensorImpl> new_impl(Storage st, DType dtype, Shape sizes, Shape strides,
                                             int64_t offset, int64_t numel) {
+  check_ndim(int64_t(sizes.size()), "tensor");
   auto impl = std::make_shared<TensorImpl>();
   impl->version = std::shared_ptr<VersionCounter>(st, &st->version);
   impl->storage = std::move(st);
@@ -230,6 +237,7 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
 Tensor from_blob(DataPtr data, size_t nbytes, Device device, DType dtype, Shape sizes,
                  Shape strides, int64_t offset) {
   auto st = std::make_shared<StorageImpl>(data, nbytes, device);
+  st->resizable = false;  // Note [Resizing a shared storage]
   int64_t n = checked_numel(sizes);
   check_view_bounds(st, dtype, sizes, strides, offset, n);
   return Tensor(new_impl(std::move(st), dtype, std::move(sizes), std::move(strides), offset, n));

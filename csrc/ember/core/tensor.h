@@ -30,11 +30,23 @@ struct VersionCounter {
 /// Called on an in-place write to a watched counter (autograd sets it).
 extern void (*inplace_write_hook)(VersionCounter& v, const char* op);
 
+/// The most dimensions a tensor may have (PyTorch's CUDA kernels take 25, its Python
+/// parser 128): every shape ember builds is checked against it (check_ndim), so no
+/// recursion over dims (printing, nested-list parsing, tolist) can exhaust the stack.
+constexpr int64_t kMaxDims = 64;
+/// Raises RuntimeError when `ndim` exceeds kMaxDims; `what` names the op.
+void check_ndim(int64_t ndim, const char* what);
+
 /// A block of memory on one device, shared by every view of it.
+/// Note [Resizing a shared storage]: resize_ that needs more bytes swaps a larger block
+/// into this StorageImpl, so every tensor and storage object on it sees the new memory
+/// (PyTorch's storage.resize_). Memory ember does not own (NumPy arrays, DLPack
+/// producers) is not `resizable`, and growing it raises as PyTorch does.
 struct StorageImpl {
   DataPtr data;
   size_t nbytes = 0;
   Device device;
+  bool resizable = true;
   /// Version counter shared by all views of this storage (see Note [Version counter]).
   VersionCounter version;
 

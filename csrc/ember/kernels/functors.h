@@ -95,9 +95,7 @@ struct Sign {
   EMBER_F T operator()(T x) const {
     if constexpr (std::is_same<T, bool>::value)
       return x;
-    else if constexpr (std::is_floating_point<T>::value)
-      return is_nan(x) ? x : T((T(0) < x) - (x < T(0)));
-    else
+    else  // PyTorch's (0 < x) - (x < 0): sign(nan) is 0 (NumPy's is nan), sign(-0.0) is 0
       return T((T(0) < x) - (x < T(0)));
   }
 };

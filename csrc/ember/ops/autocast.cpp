@@ -122,6 +122,10 @@ Tensor cast_lower(const Tensor& t, DType to) {
 
 }  // namespace
 
+namespace {
+std::vector<Tensor> cast_by_category(Category c, std::vector<Tensor> out);
+}  // namespace
+
 State& state() {
   thread_local State s = [] {
     State st;
@@ -130,6 +134,12 @@ State& state() {
     return st;
   }();
   return s;
+}
+
+std::vector<std::pair<const char*, Category>> policy_rows() {
+  std::vector<std::pair<const char*, Category>> rows;
+  for (const auto& r : kPolicy) rows.emplace_back(r.op, r.category);
+  return rows;
 }
 
 Category category_of(const char* op) {
@@ -142,7 +152,15 @@ std::vector<Tensor> autocast_inputs(const char* op, std::initializer_list<Tensor
 }
 
 std::vector<Tensor> autocast_inputs(Category c, std::initializer_list<Tensor> tensors) {
-  std::vector<Tensor> out(tensors.begin(), tensors.end());
+  return cast_by_category(c, std::vector<Tensor>(tensors.begin(), tensors.end()));
+}
+
+std::vector<Tensor> autocast_list(const char* op, const std::vector<Tensor>& tensors) {
+  return cast_by_category(category_of(op), tensors);
+}
+
+namespace {
+std::vector<Tensor> cast_by_category(Category c, std::vector<Tensor> out) {
   State& s = state();
   if (c == Category::None || s.exclude) return out;
   // The device type of the op: the first defined tensor's.
@@ -184,6 +202,7 @@ std::vector<Tensor> autocast_inputs(Category c, std::initializer_list<Tensor> te
   }
   return out;
 }
+}  // namespace
 
 bool is_enabled(DeviceType t) { return state().enabled[int(t)]; }
 void set_enabled(DeviceType t, bool on) { state().enabled[int(t)] = on; }
@@ -192,11 +211,11 @@ void set_dtype(DeviceType t, DType d) {
   if (t == DeviceType::CPU)
     EMBER_CHECK(d == DType::BFloat16 || d == DType::Float16,
                 "In CPU autocast, but the target dtype is not supported: ", dtype_name(d),
-                ". CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.");
+                ". CPU Autocast only supports dtypes of ember.bfloat16, ember.float16 currently.");
   else
     EMBER_CHECK(d == DType::BFloat16 || d == DType::Float16,
                 "In CUDA autocast, but the target dtype is not supported: ", dtype_name(d),
-                ". CUDA Autocast only supports dtypes of torch.float16, torch.bfloat16 currently.");
+                ". CUDA Autocast only supports dtypes of ember.float16, ember.bfloat16 currently.");
   state().dtype[int(t)] = d;
 }
 void clear_cache() { t_cache.clear(); }

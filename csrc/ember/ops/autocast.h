@@ -3,6 +3,7 @@
 #pragma once
 #include <initializer_list>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ember/core/device.h"
@@ -46,10 +47,14 @@ inline bool active() {
 
 /// The policy category of an op name (Category::None when not listed).
 Category category_of(const char* op);
+/// Every row of the policy table, in table order (tests check each row's effect).
+std::vector<std::pair<const char*, Category>> policy_rows();
 /// Casts `tensors` (undefined ones pass through) by op's category; the result has
 /// one tensor per input.
 std::vector<Tensor> autocast_inputs(const char* op, std::initializer_list<Tensor> tensors);
 std::vector<Tensor> autocast_inputs(Category c, std::initializer_list<Tensor> tensors);
+/// The same for a list argument (cat, stack).
+std::vector<Tensor> autocast_list(const char* op, const std::vector<Tensor>& tensors);
 
 struct ExcludeGuard {
   ExcludeGuard() { ++state().exclude; }

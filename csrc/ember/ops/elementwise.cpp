@@ -361,15 +361,44 @@ Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 static bool is_one(Scalar s) { return s.to_double() == 1.0; }
 
+bool takes_alpha(BinaryOp op) { return op == BinaryOp::add || op == BinaryOp::sub; }
+
+// PyTorch's alpha_check: alpha must fit the kind of the op's result dtype.
+static void check_alpha(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha) {
+  EMBER_CHECK_TYPE(takes_alpha(op), op_name(op),
+                   "() got an unexpected keyword argument 'alpha' (only add and sub take alpha)");
+  DType common = result_type(a, b);
+  EMBER_CHECK(common == DType::Bool || !alpha.is_bool(),
+              "Boolean alpha only supported for Boolean results.");
+  EMBER_CHECK(is_floating(common) || !alpha.is_floating(),
+              "For integral input tensors, argument alpha must not be a floating point number.");
+}
+
+// b * alpha, or b itself when alpha is 1.
+static Tensor scaled(const Tensor& b, Scalar alpha) {
+  return is_one(alpha) ? b : binary(BinaryOp::mul, b, wrap_scalar(alpha));
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha) {
+  check_alpha(op, a, b, alpha);
+  return binary(op, a, scaled(b, alpha));
+}
+Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha) {
+  check_alpha(op, a, b, alpha);
+  return binary_(op, a, scaled(b, alpha));
+}
+Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha, const Tensor& out) {
+  check_alpha(op, a, b, alpha);
+  return binary_out(op, a, scaled(b, alpha), out);
+}
+
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   EMBER_TRACE("aten::add(Tensor self, Tensor other, *, Scalar alpha) -> Tensor", add, a, b, alpha);
-  if (is_one(alpha)) return binary(BinaryOp::add, a, b);
-  return binary(BinaryOp::add, a, binary(BinaryOp::mul, b, wrap_scalar(alpha)));
+  return binary(BinaryOp::add, a, b, alpha);
 }
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   EMBER_TRACE("aten::sub(Tensor self, Tensor other, *, Scalar alpha) -> Tensor", sub, a, b, alpha);
-  if (is_one(alpha)) return binary(BinaryOp::sub, a, b);
-  return binary(BinaryOp::sub, a, binary(BinaryOp::mul, b, wrap_scalar(alpha)));
+  return binary(BinaryOp::sub, a, b, alpha);
 }
 
 Tensor div_rounding(const Tensor& a, const Tensor& b, const std::string& mode) {
@@ -410,7 +439,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
   EMBER_TRACE("aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", clamp, a, min, max);
-  EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  EMBER_CHECK(min || max, "ember.clamp: At least one of 'min' or 'max' must not be None");
   // Bounds promote (a bool tensor clamped by ints is int64), as PyTorch; a bool
   // result is allowed only with tensor bounds.
   const bool scalar_bound =
@@ -707,6 +736,32 @@ const Tensor& fill_(const Tensor& a, Scalar v) {
   }
   a.bump_version("fill_");
   return a;
+}
+
+Scalar local_scalar(const Tensor& t, const char* op) {
+  EMBER_CHECK(t.numel() == 1, op, "(): a Tensor with ", t.numel(),
+              " elements cannot be converted to Scalar");
+  Tensor c = to_device(t, Device());
+  return dispatch_all(c.dtype(), op, [&](auto tag) -> Scalar {
+    using T = typename decltype(tag)::type;
+    T v = *c.data<T>();
+    if constexpr (std::is_same<T, bool>::value)
+      return Scalar(v);
+    else if constexpr (std::is_integral<T>::value)
+      return Scalar(int64_t(v));
+    else
+      return Scalar(double(v));
+  });
+}
+
+const Tensor& fill_(const Tensor& a, const Tensor& value) {
+  EMBER_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              value.dim(), " dimensions.");
+  // A differentiable value gets grad.sum() (PyTorch's fill_.Tensor): copy_ broadcasts the
+  // 0-d value and records CopyBackwards, whose source gradient is that sum. Going through
+  // a Scalar would drop it.
+  if (autograd::grad_enabled() && autograd::requires_grad(value)) return copy_(a, value);
+  return fill_(a, local_scalar(value, "fill_"));
 }
 
 Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device) {

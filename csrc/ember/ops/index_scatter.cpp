@@ -217,8 +217,8 @@ const Tensor& scatter_reduce_into(const Tensor& self, int64_t dim, const Tensor&
 void warn_reduce_deprecated() {
   // PyTorch warns once per process; Python's warning filters show it once per call site.
   warn(
-      "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
-      "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+      "The reduce argument of ember.scatter with Tensor src is deprecated and will be removed "
+      "in a future PyTorch release. Use ember.scatter_reduce instead for more reduction "
       "options.");
 }
 

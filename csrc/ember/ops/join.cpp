@@ -7,6 +7,7 @@
 #include "ember/autograd/derivatives/index.h"
 #include "ember/autograd/derivatives/join.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -107,6 +108,11 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim, int64_t& d) {
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_TRACE("aten::cat(Tensor[] tensors, int dim=0) -> Tensor", cat, tensors, dim);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_list("cat", tensors);
+    autocast::ExcludeGuard g_;
+    return cat(c_, dim);
+  }
   autograd::RecordScope scope(tensors);
   int64_t d = 0;
   Tensor out = cat_impl(tensors, dim, d);
@@ -119,6 +125,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_TRACE("aten::stack(Tensor[] tensors, int dim=0) -> Tensor", stack, tensors, dim);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_list("stack", tensors);
+    autocast::ExcludeGuard g_;
+    return stack(c_, dim);
+  }
   EMBER_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   for (size_t i = 1; i < tensors.size(); ++i)
     EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(),

@@ -405,6 +405,11 @@ Tensor& bmm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
 }
 Tensor mv(const Tensor& mat, const Tensor& vec) {
   EMBER_TRACE("aten::mv(Tensor mat, Tensor vec) -> Tensor", mv, mat, vec);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("mv", {mat, vec});
+    autocast::ExcludeGuard g_;
+    return mv(c_[0], c_[1]);
+  }
   autograd::RecordScope scope({&mat, &vec});
   Tensor r = mv_impl(mat, vec, nullptr);
   if (scope.rec) {
@@ -429,7 +434,14 @@ static Tensor dot_rec(const Tensor& a, const Tensor& b, bool is_vdot) {
   return r;
 }
 Tensor dot(const Tensor& a, const Tensor& b) {
-  EMBER_TRACE("aten::dot(Tensor self, Tensor b) -> Tensor", dot, a, b); return dot_rec(a, b, false); }
+  EMBER_TRACE("aten::dot(Tensor self, Tensor b) -> Tensor", dot, a, b);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("dot", {a, b});
+    autocast::ExcludeGuard g_;
+    return dot(c_[0], c_[1]);
+  }
+  return dot_rec(a, b, false);
+}
 Tensor& dot_out(const Tensor& a, const Tensor& b, const Tensor& out) {
   EMBER_TRACE("aten::dot.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", dot_out, a, b, out);
   autograd::check_out_not_differentiable("dot", {&a, &b, &out});
@@ -576,6 +588,11 @@ static Tensor addmv_impl(const Tensor& input, const Tensor& mat, const Tensor& v
 
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) {
   EMBER_TRACE("aten::addmv(Tensor input, Tensor mat, Tensor vec, Scalar beta=1, Scalar alpha=1) -> Tensor", addmv, input, mat, vec, beta, alpha);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("addmv", {input, mat, vec});
+    autocast::ExcludeGuard g_;
+    return addmv(c_[0], c_[1], c_[2], beta, alpha);
+  }
   autograd::RecordScope scope({&input, &mat, &vec});
   Tensor r = addmv_impl(input, mat, vec, beta, alpha, nullptr, false);
   if (scope.rec) {

@@ -105,6 +105,16 @@ void svd_raw(const Tensor& A, char jobz, Tensor& Uo, Tensor& So, Tensor& Vho) {
   Tensor ub = jobz == 'N' ? Tensor() : empty(cat_shape(bs, {ucols, m}), A.dtype(), A.device());
   Tensor vb = jobz == 'N' ? Tensor() : empty(cat_shape(bs, {n, vrows}), A.dtype(), A.device());
   if (batch > 0) {
+    // LAPACK's gesdd returns NaN factors for a non-finite input without an error (PyTorch
+    // raises): one reduction finds the first matrix with a NaN or an infinity.
+    Tensor finite = host_info(to_dtype(
+        all(unary(UnaryOp::isfinite, reshape(A, Shape{batch, m * n})), Shape{1}), DType::Int32));
+    const int32_t* ok = finite.data<int32_t>();
+    for (int64_t b = 0; b < batch; ++b)
+      if (!ok[b])
+        throw LinAlgError(detail::str("linalg.svd: ", batch_prefix(batch, b),
+                                      "The algorithm failed to converge because the input matrix "
+                                      "contained non-finite values."));
     Tensor a = colmajor(A);
     Tensor info = empty(Shape{batch}, DType::Int32, A.device());
     gesdd_stub.get(A.device())(a, So, ub, vb, info, batch, m, n, jobz);
@@ -270,6 +280,20 @@ Tensor linalg_eigvalsh(const Tensor& A, const std::string& uplo) {
 }
 
 // ---- QR --------------------------------------------------------------------------------------
+
+std::pair<Tensor, Tensor> geqrf(const Tensor& A) {
+  check_input(A, "geqrf", false);
+  EMBER_CHECK(!autograd::compute_requires_grad({&A}),
+              "the derivative for 'geqrf' is not implemented.");
+  const int64_t m = rows(A), n = cols(A), k = std::min(m, n), batch = batch_of(A);
+  Tensor a = colmajor(A);
+  Tensor tau = zeros(cat_shape(batch_shape(A), {k}), A.dtype(), A.device());
+  if (k > 0 && batch > 0) {
+    // geqrf writes at least one tau per matrix: a scratch of max(k, 1) when k is 0.
+    geqrf_stub.get(A.device())(a, tau, batch, m, n, n * m, k);
+  }
+  return {mT_(a), tau};
+}
 
 std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode) {
   EMBER_TRACE("aten::linalg_qr(Tensor A, str mode) -> (Tensor, Tensor)", linalg_qr, A, mode);

@@ -39,6 +39,9 @@ std::pair<Tensor, Tensor> linalg_eigh(const Tensor& A, const std::string& uplo);
 Tensor linalg_eigvalsh(const Tensor& A, const std::string& uplo);
 /// mode "reduced", "complete" or "r".
 std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode);
+/// LAPACK's geqrf (PyTorch's torch.geqrf): (a, tau) with R on and above a's diagonal and
+/// the Householder vectors (implicit leading 1) below it. Not differentiable.
+std::pair<Tensor, Tensor> geqrf(const Tensor& A);
 
 /// (LU, pivots): LAPACK's packed LU factors and 1-based int32 pivots (PyTorch's lu_factor).
 std::pair<Tensor, Tensor> linalg_lu_factor(const Tensor& A);

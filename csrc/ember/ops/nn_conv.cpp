@@ -371,6 +371,12 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
   s.weight_sizes = weight.sizes();
   Shape ksz;
   for (int64_t i = 0; i < nsp; ++i) ksz.push_back(weight.sizes()[2 + i]);
+  // A zero-size kernel has no taps: PyTorch refuses it (an empty weight used to give a
+  // larger-than-input tensor of zeros).
+  for (int64_t i = 0; i < nsp; ++i)
+    EMBER_CHECK(ksz[i] > 0, op,
+                ": kernel size should be greater than zero, but got weight of size ",
+                shape_str(weight.sizes()));
   for (int64_t i = 0; i < nsp; ++i) {
     const int64_t j = 3 - nsp + i;
     const int64_t k = weight.sizes()[2 + i], in = x.sizes()[2 + i];

@@ -229,6 +229,11 @@ Tensor l1_loss(const Tensor& x, const Tensor& t, Reduction r) {
 
 Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, Reduction r, double beta) {
   EMBER_TRACE("aten::smooth_l1_loss(Tensor self, Tensor t, int reduction, float beta) -> Tensor", smooth_l1_loss, x, t, r, beta);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("smooth_l1_loss", {x, t});
+    autocast::ExcludeGuard g_;
+    return smooth_l1_loss(c_[0], c_[1], r, beta);
+  }
   EMBER_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
   if (beta == 0) return l1_loss(x, t, r);
   Tensor d = unary(U::abs, minus(x, t));
@@ -238,6 +243,11 @@ Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, Reduction r, double beta
 
 Tensor huber_loss(const Tensor& x, const Tensor& t, Reduction r, double delta) {
   EMBER_TRACE("aten::huber_loss(Tensor self, Tensor t, int reduction, float delta) -> Tensor", huber_loss, x, t, r, delta);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("huber_loss", {x, t});
+    autocast::ExcludeGuard g_;
+    return huber_loss(c_[0], c_[1], r, delta);
+  }
   EMBER_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
   Tensor d = unary(U::abs, minus(x, t));
   Tensor quad = mul(mul(d, d), S(0.5));
@@ -248,6 +258,11 @@ Tensor huber_loss(const Tensor& x, const Tensor& t, Reduction r, double delta) {
 Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const std::optional<Tensor>& weight,
                             Reduction r) {
   EMBER_TRACE("aten::binary_cross_entropy(Tensor self, Tensor t, Tensor? weight, int reduction) -> Tensor", binary_cross_entropy, x, t, weight, r);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("binary_cross_entropy", {x, t, autocast::opt(weight)});
+    autocast::ExcludeGuard g_;
+    return binary_cross_entropy(c_[0], c_[1], autocast::to_opt(c_[2]), r);
+  }
   check_floating(x, "binary_cross_entropy");
   EMBER_CHECK_VALUE(t.sizes() == x.sizes(), "Using a target size (", shape_str(t.sizes()),
                     ") that is different to the input size (", shape_str(x.sizes()),
@@ -274,6 +289,13 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t,
                                         const std::optional<Tensor>& weight,
                                         const std::optional<Tensor>& pos_weight, Reduction r) {
   EMBER_TRACE("aten::binary_cross_entropy_with_logits(Tensor self, Tensor t, Tensor? weight, Tensor? pos_weight, int reduction) -> Tensor", binary_cross_entropy_with_logits, x, t, weight, pos_weight, r);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("binary_cross_entropy_with_logits",
+                                        {x, t, autocast::opt(weight), autocast::opt(pos_weight)});
+    autocast::ExcludeGuard g_;
+    return binary_cross_entropy_with_logits(c_[0], c_[1], autocast::to_opt(c_[2]),
+                                            autocast::to_opt(c_[3]), r);
+  }
   check_floating(x, "binary_cross_entropy_with_logits");
   EMBER_CHECK_VALUE(t.sizes() == x.sizes(), "Target size (", shape_str(t.sizes()),
                     ") must be the same as input size (", shape_str(x.sizes()), ")");

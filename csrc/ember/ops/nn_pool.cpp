@@ -151,7 +151,8 @@ std::shared_ptr<PoolGeom> sliding_geom(const Tensor& x, int64_t nsp, const Shape
     EMBER_CHECK(k > 0, op, ": kernel_size must be greater than zero, but got ", shape_str(kernel));
     EMBER_CHECK(s > 0, op, ": stride must be greater than zero, but got ", shape_str(stride));
     EMBER_CHECK(d > 0, op, ": dilation must be greater than zero, but got ", shape_str(dilation));
-    EMBER_CHECK(p >= 0 && p <= k / 2, op, ": pad should be at most half of the kernel size, ",
+    EMBER_CHECK(p >= 0, op, ": pad must be non-negative, but got pad: ", p);
+    EMBER_CHECK(p <= k / 2, op, ": pad should be at most half of the kernel size, ",
                 "but got padding=", shape_str(padding), " for kernel_size=", shape_str(kernel));
     const int64_t len = in[nsp == 2 ? i : 1];
     const int64_t out = pool_out(len, k, s, p, d, ceil_mode);

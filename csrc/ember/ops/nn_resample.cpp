@@ -241,6 +241,22 @@ Tensor interpolate(const Tensor& x, const Shape& size, const std::vector<double>
     EMBER_CHECK(size[i] > 0 && x.sizes()[2 + i] > 0, "interpolate: input and output sizes ",
                 "should be greater than 0, but got input of shape ", shape_str(x.sizes()),
                 " and output size ", shape_str(size));
+  {
+    // The output's size first: interpolate(scale_factor=1e9) must fail naming the sizes,
+    // before any per-position table is built (it was a bare std::bad_alloc).
+    Shape out_shape = x.sizes();
+    for (int64_t i = 0; i < nsp; ++i) out_shape[2 + i] = size[i];
+    int64_t n = 1;
+    for (int64_t v : out_shape)
+      EMBER_CHECK(!__builtin_mul_overflow(n, v, &n), "interpolate: the output of shape ",
+                  shape_str(out_shape), " has more elements than int64 can count");
+    try {
+      empty(out_shape, x.dtype(), x.device());  // freed at once; the allocator caches it
+    } catch (const Error& e) {
+      EMBER_ERROR("interpolate: cannot allocate the output of shape ", shape_str(out_shape),
+                  " for input of shape ", shape_str(x.sizes()), ": ", e.what());
+    }
+  }
   if (mode == "area") {
     EMBER_CHECK_KIND(ErrorKind::NotImplemented, nsp <= 2,
                      "interpolate: mode 'area' supports 3-D and 4-D inputs");
@@ -433,18 +449,36 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& m
   Tensor ix = source_coord(select(grid, 3, 0), W, padding_mode, align);
   Tensor iy = source_coord(select(grid, 3, 1), H, padding_mode, align);
   Tensor flat = reshape(input, Shape{N, C, H * W});
-  // one tap: input at integer-valued coordinates (xi, yi) times weight, zero outside
+  const bool zeros_pad = padding_mode == "zeros";
+  // One tap: input at integer-valued coordinates (xi, yi) times weight, zero outside.
+  // Non-finite coordinates (Note [grid_sample non-finite grids]): the gathered index of a
+  // NaN is 0 (any valid one: its weight decides), never the cast of NaN (INT64_MIN, an
+  // out-of-bounds gather). With zeros padding a NaN or infinite coordinate is outside the
+  // image and contributes 0 (a NaN weight included); with border/reflection padding the
+  // coordinate was clipped, so a NaN stays NaN and makes the output NaN.
   auto tap = [&](const Tensor& xi, const Tensor& yi, const Tensor& weight) {
-    Tensor lin, mask;
+    Tensor lin, inside, nan_xy;
     {
       autograd::GradModeGuard g(false);
-      mask = logical_and_all(xi, yi, W, H);
-      Tensor xc = clip(xi, W), yc = clip(yi, H);
+      inside = to_dtype(logical_and_all(xi, yi, W, H), DType::Bool);
+      nan_xy = binary(B::logical_or, unary(U::isnan, xi), unary(U::isnan, yi));
+      Tensor xc = where(nan_xy, num(0.0), clip(xi, W)), yc = where(nan_xy, num(0.0), clip(yi, H));
       lin = to_dtype(plus(mul(yc, num(double(W))), xc), DType::Int64);
       lin = expand(view(lin, Shape{N, 1, Ho * Wo}), Shape{N, C, Ho * Wo});
     }
     Tensor vals = view(gather(flat, 2, lin), Shape{N, C, Ho, Wo});
-    Tensor w = weight.defined() ? mul(weight, mask) : mask;
+    Tensor zero = zeros(Shape{}, xi.dtype(), xi.device());
+    Tensor one = full(Shape{}, Scalar(1.0), xi.dtype(), xi.device());
+    Tensor w;
+    if (zeros_pad) {
+      w = where(inside, weight.defined() ? weight : one, zero);
+    } else {
+      // Clipped coordinates are inside unless NaN; x0 + 1 past the edge has weight 0.
+      Tensor keep = binary(B::logical_or, inside, nan_xy);
+      w = where(keep, weight.defined() ? weight : one, zero);
+      if (!weight.defined())
+        w = where(nan_xy, full(Shape{}, Scalar(std::nan("")), xi.dtype(), xi.device()), w);
+    }
     return mul(vals, unsqueeze(w, 1));
   };
   if (mode == "nearest") {

@@ -26,6 +26,12 @@ Tensor& unary_out(UnaryOp op, const Tensor& a, const Tensor& out);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
+/// PyTorch's alpha= (`a op alpha * b`): only add and sub take it (takes_alpha); for any
+/// other op these raise TypeError naming the op. alpha == 1 is the plain op.
+bool takes_alpha(BinaryOp op);
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha);
+Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha);
+Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha, const Tensor& out);
 /// A 0-dim "wrapped number" tensor for a Python scalar (weak in promotion).
 Tensor wrap_scalar(Scalar s, Device device = Device());
 /// PyTorch's result_type over tensors (wrapped numbers count as scalars).
@@ -62,6 +68,12 @@ Tensor clone(const Tensor& a);
 void check_scalar_fits(Scalar v, DType dt, const char* op);
 /// Fills `a` with `v` (checked with check_scalar_fits).
 const Tensor& fill_(const Tensor& a, Scalar v);
+/// The value of a one-element tensor (bool, int64 or double), read on the host;
+/// raises naming `op` when `t` has another number of elements.
+Scalar local_scalar(const Tensor& t, const char* op = "item");
+/// fill_ with a 0-d tensor value (PyTorch's fill_.Tensor): a value that requires grad
+/// gets the sum of the gradient, as a broadcast copy records it.
+const Tensor& fill_(const Tensor& a, const Tensor& value);
 
 // ---- factories -------------------------------------------------------------------
 Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device = Device());

@@ -5,15 +5,6 @@
 #include "ember/ops/surface.h"
 
 namespace ember {
-namespace {
-WarnHandler g_warn_handler = nullptr;
-}  // namespace
-
-void set_warn_handler(WarnHandler handler) { g_warn_handler = handler; }
-
-void warn(const std::string& message) {
-  if (g_warn_handler) g_warn_handler(message);
-}
 
 bool resize_output(const Tensor& out, const Shape& shape) {
   if (out.sizes() == shape) return false;

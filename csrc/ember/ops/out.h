@@ -4,16 +4,9 @@
 #include <string>
 
 #include "ember/core/tensor.h"
+#include "ember/core/warning.h"  // warn(): where the ops' warnings go
 
 namespace ember {
-
-/// Where warnings raised by the C++ ops go. The Python bindings install one that
-/// calls warnings.warn (and may throw when warnings are errors); without one a
-/// warning is dropped.
-using WarnHandler = void (*)(const std::string& message);
-void set_warn_handler(WarnHandler handler);
-/// Emits a UserWarning through the installed handler.
-void warn(const std::string& message);
 
 /// PyTorch's resize_output: an out= tensor whose shape is not `shape` is resized to
 /// it (contiguous strides). An `out` that had elements also gets PyTorch's

@@ -575,6 +575,11 @@ Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
 }
 Tensor cumprod(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
   EMBER_TRACE("aten::cumprod(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", cumprod, a, dim, dtype);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("cumprod", {a});
+    autocast::ExcludeGuard g_;
+    return cumprod(c_[0], dim, dtype);
+  }
   autograd::RecordScope scope({&a});
   Tensor r = run_scan(a, dim, sum_result_dtype(a, dtype), ScanKind::Cumprod);
   if (scope.rec) {

@@ -2,9 +2,11 @@
 // comes from the primitives; where a branch is masked, its operand is made
 // safe first so no 0/0 leaks into the gradient.
 #include <cmath>
+#include <limits>
 
 #include "ember/jit/trace_hook.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/ops/autocast.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/surface.h"
 #include "ember/ops/view.h"
@@ -24,7 +26,18 @@ DType float_result(const Tensor& a, const Tensor& b) {
 }
 DType float_result(const Tensor& a) { return is_floating(a.dtype()) ? a.dtype() : default_dtype(); }
 
-Tensor as_dtype(const Tensor& a, DType t) { return a.dtype() == t ? a : to_dtype(a, t); }
+// `a` in the computation dtype `t`. A Python number converted to `t` is then an ordinary
+// 0-dim tensor of `t`: kept as a wrapped number, a float16 3.0 promoted like a Python float
+// (to the default dtype) in the composite's next op, and xlogy(half, 3) came out float32.
+Tensor as_dtype(const Tensor& a, DType t) {
+  if (a.dtype() == t) return a;
+  Tensor r = to_dtype(a, t);
+  if (r.impl()->wrapped_number) {
+    r = r.is_same(a) ? clone(r) : r;
+    r.impl()->wrapped_number = false;
+  }
+  return r;
+}
 
 void floating_only(const char* op, const Tensor& a, const Tensor& b) {
   DType t = result_type(a, b);
@@ -134,10 +147,17 @@ Tensor copysign(const Tensor& a, const Tensor& b) {
   return where(neg_b, un(U::neg, mag), mag);
 }
 
+// C99's hypot: scaled by the larger magnitude, so hypot(1e200, 1e200) does not overflow;
+// an infinite operand gives inf even when the other is NaN (hypot(inf, nan) == inf).
 Tensor hypot(const Tensor& a, const Tensor& b) {
   EMBER_TRACE("aten::hypot(Tensor self, Tensor b) -> Tensor", hypot, a, b);
   floating_only("hypot", a, b);
-  return un(U::sqrt, bin(B::add, bin(B::mul, a, a), bin(B::mul, b, b)));
+  Tensor ax = un(U::abs, a), ay = un(U::abs, b);
+  Tensor m = bin(B::maximum, ax, ay), n = bin(B::minimum, ax, ay);
+  Tensor q = bin(B::div, n, where(bin(B::eq, m, S(0.0)), S(1.0), m));
+  Tensor r = bin(B::mul, m, un(U::sqrt, bin(B::add, S(1.0), bin(B::mul, q, q))));
+  Tensor any_inf = bin(B::logical_or, un(U::isinf, a), un(U::isinf, b));
+  return where(any_inf, S(std::numeric_limits<double>::infinity()), r);
 }
 
 Tensor logaddexp(const Tensor& a, const Tensor& b) {
@@ -223,7 +243,9 @@ Tensor gcd(const Tensor& a, const Tensor& b) {
   EMBER_TRACE("aten::gcd(Tensor self, Tensor b) -> Tensor", gcd, a, b);
   integral_only("gcd", a, b);
   DType t = result_type(a, b);
-  Tensor x = un(U::abs, as_dtype(a, t)), y = un(U::abs, as_dtype(b, t));
+  // In int64: |-128| does not fit int8 (abs there is -128 again, and gcd(-3, -128) came out
+  // -1); the gcd of the magnitudes does fit t unless it is t's own |min|.
+  Tensor x = un(U::abs, as_dtype(a, DType::Int64)), y = un(U::abs, as_dtype(b, DType::Int64));
   Shape shape = bin(B::add, x, y).sizes();
   x = contiguous(expand(x, shape));
   y = contiguous(expand(y, shape));
@@ -232,13 +254,14 @@ Tensor gcd(const Tensor& a, const Tensor& b) {
     Tensor nz = bin(B::ne, y, SI(0));
     Tensor more = to_device(any(nz), Device());
     if (!*reinterpret_cast<const bool*>(more.data_ptr())) break;
-    Tensor r = where(
-        nz, bin(B::remainder, x, where(nz, y, full(Shape{}, Scalar(int64_t(1)), t, y.device()))),
-        y);
+    Tensor r = where(nz,
+                     bin(B::remainder, x,
+                         where(nz, y, full(Shape{}, Scalar(int64_t(1)), DType::Int64, y.device()))),
+                     y);
     x = where(nz, y, x);
     y = r;
   }
-  return x;
+  return as_dtype(x, t);
 }
 
 Tensor lcm(const Tensor& a, const Tensor& b) {
@@ -296,7 +319,7 @@ Tensor ldexp(const Tensor& a, const Tensor& b) {
 
 std::pair<Tensor, Tensor> frexp(const Tensor& a) {
   EMBER_TRACE("aten::frexp(Tensor self) -> (Tensor, Tensor)", frexp, a);
-  EMBER_CHECK(is_floating(a.dtype()), "torch.frexp() only supports floating-point dtypes");
+  EMBER_CHECK(is_floating(a.dtype()), "ember.frexp() only supports floating-point dtypes");
   autograd::GradModeGuard no_grad(false);
   Tensor fin = bin(B::logical_and, un(U::isfinite, a), bin(B::ne, a, S(0.0)));
   Tensor safe = where(fin, un(U::abs, as_dtype(a, DType::Float64)), S(1.0));
@@ -316,6 +339,11 @@ std::pair<Tensor, Tensor> frexp(const Tensor& a) {
 
 Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
   EMBER_TRACE("aten::addcmul(Tensor self, Tensor t1, Tensor t2, Scalar value) -> Tensor", addcmul, self, t1, t2, value);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("addcmul", {self, t1, t2});
+    autocast::ExcludeGuard g_;
+    return addcmul(c_[0], c_[1], c_[2], value);
+  }
   Tensor p = bin(B::mul, t1, t2);
   if (value.to_double() != 1.0 || value.is_floating()) p = bin(B::mul, p, wrap_scalar(value));
   return bin(B::add, self, p);
@@ -323,11 +351,16 @@ Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar va
 
 Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
   EMBER_TRACE("aten::addcdiv(Tensor self, Tensor t1, Tensor t2, Scalar value) -> Tensor", addcdiv, self, t1, t2, value);
+  if (autocast::active()) {  // Note [Autocast policy]
+    auto c_ = autocast::autocast_inputs("addcdiv", {self, t1, t2});
+    autocast::ExcludeGuard g_;
+    return addcdiv(c_[0], c_[1], c_[2], value);
+  }
   EMBER_CHECK(
       is_floating(t1.dtype()) || is_floating(t2.dtype()),
       "Integer division with addcdiv is no longer supported, and in a future release addcdiv "
       "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
-      "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+      "be implemented as (input + value * ember.trunc(tensor1 / tensor2)).to(input.dtype) for "
       "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
       "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
       "for all dtypes.");

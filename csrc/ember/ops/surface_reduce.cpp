@@ -4,6 +4,8 @@
 
 #include "ember/jit/trace_hook.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -99,20 +101,56 @@ Tensor diff(const Tensor& a, int64_t n, int64_t dim, const std::optional<Tensor>
   return x;
 }
 
+// The forward scan of logcumsumexp (ScanKind::LogCumSumExp: a running-max scan, so
+// values far apart along the line neither overflow nor underflow to -inf).
+static Tensor logcumsumexp_scan(const Tensor& x, int64_t dim) {
+  Tensor out = clone(contiguous(x));
+  if (x.dim() == 0 || x.numel() == 0) return out;
+  ReduceArgs args;
+  args.out = out;
+  args.mask = Shape{dim};
+  args.kind = int(ScanKind::LogCumSumExp);
+  scan_stub.get(x.device())(args);
+  return out;
+}
+
+// PyTorch's logcumsumexp_backward: the gradient is a reversed logcumsumexp of
+// log|grad| - result, split by the sign of grad, so it is finite wherever the forward is.
+static Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                                    int64_t dim) {
+  if (grad.numel() == 0) return zeros(grad.sizes(), grad.dtype(), grad.device());
+  auto reverse_lcse = [dim](const Tensor& t) {
+    return flip(logcumsumexp(flip(t, Shape{dim}), dim), Shape{dim});
+  };
+  Tensor lowest = S(-finfo_max(grad.dtype()));
+  Tensor log_abs = un(U::log, un(U::abs, grad));
+  Tensor zero = S(0.0);
+  Tensor log_pos = where(bin(B::gt, grad, zero), log_abs, lowest);
+  Tensor log_neg = where(bin(B::lt, grad, zero), log_abs, lowest);
+  Tensor pos = un(U::exp, bin(B::add, reverse_lcse(bin(B::sub, log_pos, result)), self));
+  Tensor neg = un(U::exp, bin(B::add, reverse_lcse(bin(B::sub, log_neg, result)), self));
+  return bin(B::sub, pos, neg);
+}
+
 Tensor logcumsumexp(const Tensor& a, int64_t dim) {
   EMBER_TRACE("aten::logcumsumexp(Tensor self, int dim) -> Tensor", logcumsumexp, a, dim);
   Tensor x = is_floating(a.dtype()) ? a : to_dtype(a, default_dtype());
-  if (x.dim() == 0) return clone(x);
-  dim = wrap_dim(dim, x.dim());
-  if (x.numel() == 0) return clone(x);
-  // Shift by the (constant) max of each line so exp never overflows.
-  Tensor m;
-  {
-    autograd::GradModeGuard no_grad(false);
-    m = amax(x, Shape{dim}, true);
-    m = where(un(U::isinf, m), S(0.0), m);
+  int64_t d = wrap_dim(dim, x.dim());
+  autograd::RecordScope rs({&x});
+  Tensor out = logcumsumexp_scan(x, d);
+  rs.done();
+  if (rs.rec) {
+    auto node = autograd::record(
+        "LogcumsumexpBackward0", {&x}, out,
+        [d](autograd::LambdaNode& n, autograd::variable_list&& g) -> autograd::variable_list {
+          Tensor self = n.unpack(0), result = n.unpack(1);
+          if (self.dim() == 0) return {g[0]};
+          return {logcumsumexp_backward(g[0], self, result, d)};
+        });
+    node->saved.emplace_back(x, false);
+    node->saved.emplace_back(out, true);
   }
-  return bin(B::add, un(U::log, cumsum(un(U::exp, bin(B::sub, x, m)), dim)), m);
+  return out;
 }
 
 Tensor cov(const Tensor& a, int64_t correction, const std::optional<Tensor>& fweights,
@@ -287,11 +325,11 @@ Tensor quantile(const Tensor& a, const Tensor& q, std::optional<int64_t> dim, bo
 Tensor take_along_dim(const Tensor& a, const Tensor& indices, std::optional<int64_t> dim) {
   EMBER_TRACE("aten::take_along_dim(Tensor self, Tensor indices, int? dim) -> Tensor", take_along_dim, a, indices, dim);
   EMBER_CHECK(indices.dtype() == DType::Int64,
-              "torch.take_along_dim(): dtype of indices should be Long but got ",
+              "ember.take_along_dim(): dtype of indices should be Long but got ",
               dtype_name(indices.dtype()));
   if (!dim) return gather(reshape(a, Shape{-1}), 0, reshape(indices, Shape{-1}));
   EMBER_CHECK(a.dim() == indices.dim(),
-              "torch.take_along_dim(): input and indices should have the same number of "
+              "ember.take_along_dim(): input and indices should have the same number of "
               "dimensions, but got ",
               a.dim(), " dimensions for input, and ", indices.dim(), " dimensions for indices");
   int64_t d = wrap_dim(*dim, a.dim());
@@ -342,8 +380,8 @@ Tensor histc(const Tensor& a, int64_t bins, double mn, double mx) {
   EMBER_TRACE("aten::histc(Tensor self, int bins, float min, float max) -> Tensor", histc, a, bins, mn, mx);
   EMBER_CHECK(is_floating(a.dtype()), "\"histogram_cpu\" not implemented for '",
               dtype_name(a.dtype()), "'");
-  EMBER_CHECK(bins > 0, "torch.histc: bins must be > 0, but got ", bins, " for bins");
-  EMBER_CHECK(mx >= mn, "torch.histc: max must be larger than min");
+  EMBER_CHECK(bins > 0, "ember.histc: bins must be > 0, but got ", bins, " for bins");
+  EMBER_CHECK(mx >= mn, "ember.histc: max must be larger than min");
   autograd::GradModeGuard no_grad(false);
   if (mn == mx && a.numel()) {
     mn = read_double(amin(a));
@@ -353,11 +391,18 @@ Tensor histc(const Tensor& a, int64_t bins, double mn, double mx) {
     mn -= 1;
     mx += 1;
   }
-  EMBER_CHECK(std::isfinite(mn) && std::isfinite(mx), "torch.histc: range of [", mn, ", ", mx,
+  EMBER_CHECK(std::isfinite(mn) && std::isfinite(mx), "ember.histc: range of [", mn, ", ", mx,
               "] is not finite");
-  Tensor x = to_dtype(reshape(a, Shape{-1}), DType::Float64);
-  Tensor inside = bin(B::logical_and, bin(B::ge, x, S(mn)), bin(B::le, x, S(mx)));
-  Tensor pos = un(U::floor, bin(B::mul, bin(B::sub, x, S(mn)), S(double(bins) / (mx - mn))));
+  // PyTorch's arithmetic: the edges rounded to the input's dtype and
+  // (x - min) * bins / (max - min) in that dtype (float32 puts 0.7f in bin 7 of 10 on [0, 1],
+  // where float64 arithmetic on the widened value gave bin 6).
+  const DType ct = a.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  auto round_to = [ct](double v) { return ct == DType::Float32 ? double(float(v)) : v; };
+  const double lo = round_to(mn), hi = round_to(mx), span = round_to(hi - lo);
+  Tensor x = to_dtype(reshape(a, Shape{-1}), ct);
+  Tensor inside = bin(B::logical_and, bin(B::ge, x, S(lo)), bin(B::le, x, S(hi)));
+  Tensor pos =
+      un(U::floor, bin(B::div, bin(B::mul, bin(B::sub, x, S(lo)), S(double(bins))), S(span)));
   Tensor b = clamp(to_dtype(where(inside, pos, S(0.0)), DType::Int64),
                    wrap_scalar(Scalar(int64_t(0))), wrap_scalar(Scalar(bins - 1)));
   Tensor out = zeros(Shape{bins}, a.dtype(), a.device());
@@ -415,27 +460,27 @@ std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>
                                     int64_t bins, std::optional<std::pair<double, double>> range,
                                     const std::optional<Tensor>& weight, bool density) {
   EMBER_CHECK(is_floating(a.dtype()),
-              "torch.histogram: input tensor and bins tensors should have the same dtype, "
+              "ember.histogram: input tensor and bins tensors should have the same dtype, "
               "and be floating point (got ",
               dtype_name(a.dtype()), ")");
   if (weight)
     EMBER_CHECK(weight->sizes() == a.sizes(),
-                "torch.histogram: if weight tensor is provided it should have the same "
+                "ember.histogram: if weight tensor is provided it should have the same "
                 "shape as the input tensor excluding its innermost dimension");
   autograd::GradModeGuard no_grad(false);
   Tensor x = reshape(a, Shape{-1});
   Tensor edges;
   if (bin_edges) {
     EMBER_CHECK(bin_edges->dim() == 1 && bin_edges->numel() >= 1,
-                "torch.histogram: bins tensor should have one dimension");
+                "ember.histogram: bins tensor should have one dimension");
     edges = to_dtype(*bin_edges, a.dtype());
   } else {
-    EMBER_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for bins");
+    EMBER_CHECK(bins > 0, "ember.histogram(): bins must be > 0, but got ", bins, " for bins");
     double lo = 0, hi = 0;
     if (range) {
       lo = range->first;
       hi = range->second;
-      EMBER_CHECK(lo <= hi, "torch.histogram: min should not exceed max, but got min ", lo, " max ",
+      EMBER_CHECK(lo <= hi, "ember.histogram: min should not exceed max, but got min ", lo, " max ",
                   hi);
     } else if (x.numel()) {
       lo = read_double(amin(x));
@@ -445,7 +490,7 @@ std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>
       lo -= 0.5;
       hi += 0.5;
     }
-    EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogram: range of [", lo, ", ", hi,
+    EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "ember.histogram: range of [", lo, ", ", hi,
                 "] is not finite");
     edges = linspace(lo, hi, bins + 1, a.dtype(), a.device());
   }

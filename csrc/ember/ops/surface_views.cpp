@@ -4,6 +4,7 @@
 
 #include "ember/jit/trace_hook.h"
 #include "ember/autograd/functions.h"
+#include "ember/core/parallel.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -213,7 +214,7 @@ std::vector<Tensor> tensor_split(const Tensor& a, const std::vector<int64_t>& in
 static int64_t hvd_dim(const Tensor& a, char which) {
   const char* name = which == 'h' ? "hsplit" : which == 'v' ? "vsplit" : "dsplit";
   int64_t need = which == 'h' ? 1 : which == 'v' ? 2 : 3;
-  EMBER_CHECK(a.dim() >= need, "torch.", name, " requires a tensor with at least ", need,
+  EMBER_CHECK(a.dim() >= need, "ember.", name, " requires a tensor with at least ", need,
               " dimension", need > 1 ? "s" : "", ", but got a tensor with ", a.dim(),
               " dimensions!");
   if (which == 'h') return a.dim() == 1 ? 0 : 1;
@@ -223,7 +224,7 @@ static int64_t hvd_dim(const Tensor& a, char which) {
 std::vector<Tensor> hvd_split(const Tensor& a, char which, int64_t sections) {
   int64_t dim = hvd_dim(a, which);
   const char* name = which == 'h' ? "hsplit" : which == 'v' ? "vsplit" : "dsplit";
-  EMBER_CHECK(sections != 0 && a.sizes()[dim] % sections == 0, "torch.", name,
+  EMBER_CHECK(sections != 0 && a.sizes()[dim] % sections == 0, "ember.", name,
               " attempted to split along dimension ", dim, ", but the size of the dimension ",
               a.sizes()[dim], " is not divisible by the split_size ", sections, "!");
   return tensor_split(a, sections, dim);
@@ -264,15 +265,15 @@ std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& ts) {
 
 std::vector<Tensor> meshgrid(const std::vector<Tensor>& ts, const std::string& indexing) {
   EMBER_TRACE("aten::meshgrid(Tensor[] tensors, str indexing) -> Tensor[]", meshgrid, ts, indexing);
-  EMBER_CHECK(!ts.empty(), "torch.meshgrid: expects a non-empty TensorList");
+  EMBER_CHECK(!ts.empty(), "ember.meshgrid: expects a non-empty TensorList");
   EMBER_CHECK(indexing == "ij" || indexing == "xy",
-              "torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: ", indexing);
+              "ember.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: ", indexing);
   for (const Tensor& t : ts) {
     EMBER_CHECK(t.dim() <= 1,
-                "torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: ", t.dim(),
+                "ember.meshgrid: Expected 0D or 1D tensor in the tensor list but got: ", t.dim(),
                 "D");
     EMBER_CHECK(t.dtype() == ts[0].dtype(),
-                "torch.meshgrid: expects all tensors to have the same dtype");
+                "ember.meshgrid: expects all tensors to have the same dtype");
   }
   size_t n = ts.size();
   bool swap = indexing == "xy" && n >= 2;
@@ -299,7 +300,7 @@ Tensor block_diag(const std::vector<Tensor>& ts) {
   for (size_t i = 0; i < ts.size(); ++i) {
     const Tensor& t = ts[i];
     EMBER_CHECK(t.dim() <= 2,
-                "torch.block_diag: Input tensors must have 2 or fewer dimensions. Input ", i,
+                "ember.block_diag: Input tensors must have 2 or fewer dimensions. Input ", i,
                 " has ", t.dim(), " dimensions");
     Tensor m = t.dim() == 2   ? t
                : t.dim() == 1 ? reshape(t, Shape{1, t.numel()})
@@ -334,30 +335,53 @@ Tensor cartesian_prod(const std::vector<Tensor>& ts) {
   return stack(cols, 1);
 }
 
+// The number of r-combinations of n items (with replacement: multisets), or -1 past int64.
+static int64_t combination_count(int64_t n, int64_t r, bool with_replacement) {
+  if (with_replacement && n == 0) return 0;
+  if (with_replacement && r > INT64_MAX - n) return n == 1 ? 1 : -1;
+  int64_t m = with_replacement ? n + r - 1 : n;  // C(m, r)
+  if (r > m) return 0;
+  int64_t k = std::min(r, m - r);
+  unsigned __int128 c = 1;
+  for (int64_t i = 1; i <= k; ++i) {
+    c = c * uint64_t(m - k + i) / uint64_t(i);  // exact: C(m-k+i, i) at every step
+    if (c > uint64_t(INT64_MAX)) return -1;
+  }
+  return int64_t(c);
+}
+
 Tensor combinations(const Tensor& a, int64_t r, bool with_replacement) {
   EMBER_TRACE("aten::combinations(Tensor self, int reduction, bool with_replacement) -> Tensor", combinations, a, r, with_replacement);
   EMBER_CHECK(a.dim() == 1, "Expect a 1D vector, but got shape ", shape_str(a.sizes()));
   EMBER_CHECK(r >= 0, "Expect a non-negative number, but got ", r);
   if (r == 0) return empty(Shape{0}, a.dtype(), a.device());
   int64_t n = a.numel();
-  // Enumerate index tuples i1 < i2 < ... (<= with replacement) in lexicographic order.
-  std::vector<std::vector<int64_t>> cols(static_cast<size_t>(r));
-  std::vector<int64_t> idx(static_cast<size_t>(r));
-  std::function<void(int64_t, int64_t)> rec = [&](int64_t k, int64_t lo) {
-    if (k == r) {
-      for (int64_t j = 0; j < r; ++j) cols[j].push_back(idx[j]);
-      return;
-    }
-    for (int64_t i = lo; i < n; ++i) {
-      idx[k] = i;
-      rec(k + 1, with_replacement ? i : i + 1);
-    }
-  };
-  rec(0, 0);
-  std::vector<Tensor> picked;
-  for (auto& c : cols) picked.push_back(index_select(a, 0, int64_tensor(c, a.device())));
-  if (cols[0].empty()) return empty(Shape{0, r}, a.dtype(), a.device());
-  return stack(picked, 1);
+  // The result's size first (C(n, r) rows of r), so that a huge request raises at once
+  // instead of enumerating: combinations(arange(40), 20) is 1.4e11 rows.
+  int64_t count = combination_count(n, r, with_replacement), total = 0;
+  EMBER_CHECK(count >= 0 && !__builtin_mul_overflow(count, r, &total),
+              "combinations: the result for ", n, " elements taken ", r, " at a time would have ",
+              count < 0 ? std::string("more than 2**63") : std::to_string(count), " rows of ", r,
+              " elements: too large");
+  if (count == 0) return empty(Shape{0, r}, a.dtype(), a.device());
+  // Index tuples i1 < i2 < ... (<= with replacement) in lexicographic order, iteratively:
+  // advance the last position that can still move, then reset the ones after it. The
+  // indices live in a tensor: a too-large result is the allocator's RuntimeError.
+  Tensor idx_t = empty(Shape{total}, DType::Int64, Device());
+  int64_t* idx = idx_t.data<int64_t>();
+  std::vector<int64_t> cur(static_cast<size_t>(r));
+  for (int64_t j = 0; j < r; ++j) cur[j] = with_replacement ? 0 : j;
+  for (int64_t row = 0;; ++row) {
+    std::copy(cur.begin(), cur.end(), idx + row * r);
+    if (row + 1 == count) break;
+    int64_t k = r - 1;
+    // Position k's largest value: n - 1 with replacement, n - r + k without.
+    while (cur[k] == (with_replacement ? n - 1 : n - r + k)) --k;
+    ++cur[k];
+    for (int64_t j = k + 1; j < r; ++j) cur[j] = with_replacement ? cur[k] : cur[j - 1] + 1;
+  }
+  Tensor picked = index_select(a, 0, to_device(idx_t, a.device()));
+  return reshape(picked, Shape{count, r});
 }
 
 Tensor rot90(const Tensor& a, int64_t k, const Shape& dims) {
@@ -380,21 +404,62 @@ Tensor rot90(const Tensor& a, int64_t k, const Shape& dims) {
   }
 }
 
+// The cells (i, j), i < rows, j < col, with j - i <= offset: the lower triangle's
+// first `rows` rows, in closed form (row i holds clamp(i + offset + 1, 0, col) cells).
+static __int128 tril_count(int64_t rows, int64_t col, __int128 offset) {
+  auto clamp = [](__int128 v, __int128 lo, __int128 hi) { return v < lo ? lo : v > hi ? hi : v; };
+  __int128 i0 = clamp(-offset, 0, rows);                 // first row with a cell
+  __int128 i1 = clamp(col - offset - 1, i0, rows);       // first full row
+  __int128 first = i0 + offset + 1, last = i1 + offset;  // cells of rows i0 and i1 - 1
+  __int128 n = i1 > i0 ? (first + last) * (i1 - i0) / 2 : 0;
+  return n + (rows - i1) * __int128(col);
+}
+// The triangle j - i >= offset is the complement of j - i <= offset - 1.
+static __int128 tri_count(int64_t rows, int64_t col, int64_t offset, bool lower) {
+  return lower ? tril_count(rows, col, offset)
+               : __int128(rows) * col - tril_count(rows, col, __int128(offset) - 1);
+}
+
 static Tensor tri_indices(int64_t row, int64_t col, int64_t offset, DType dtype, Device device,
                           bool lower) {
+  const char* op = lower ? "tril_indices" : "triu_indices";
   EMBER_CHECK(row >= 0, "row must be non-negative, got", row);
   EMBER_CHECK(col >= 0, "col must be non-negative, got", col);
-  EMBER_CHECK(dtype == DType::Int64 || dtype == DType::Int32,
-              "\"tril_indices\" not implemented for '", dtype_name(dtype), "'");
-  std::vector<int64_t> rs, cs;
-  for (int64_t i = 0; i < row; ++i)
-    for (int64_t j = 0; j < col; ++j)
-      if (lower ? j - i <= offset : j - i >= offset) {
-        rs.push_back(i);
-        cs.push_back(j);
+  EMBER_CHECK(dtype == DType::Int64 || dtype == DType::Int32, "\"", op, "\" not implemented for '",
+              dtype_name(dtype), "'");
+  // The size first, in closed form and checked: tril_indices(2**31, 2**31) raises at once
+  // instead of walking 2**62 cells.
+  __int128 count = tri_count(row, col, offset, lower);
+  EMBER_CHECK(count <= __int128(INT64_MAX / 16), op, "(", row, ", ", col, ", ", offset,
+              "): the result would hold 2 x ", int64_t(std::min<__int128>(count, INT64_MAX)),
+              " indices, more than int64 can address in bytes");
+  int64_t n = int64_t(count);
+  Tensor out = empty(Shape{2, n}, DType::Int64, Device());
+  int64_t* rs = out.data<int64_t>();
+  int64_t* cs = rs + n;
+  // A row's cells are one run of columns [lo, hi); its first cell's position is the count
+  // of the rows before it, so rows fill in parallel.
+  // Only rows that hold a cell are walked (each holds at least one, so there are at most
+  // `n` of them): the lower triangle's start at row -offset, the upper's end at col - offset.
+  const int64_t first = n == 0  ? 0
+                        : lower ? int64_t(std::clamp<__int128>(-__int128(offset), 0, row))
+                                : 0;
+  const int64_t last = n == 0  ? 0
+                       : lower ? row
+                               : int64_t(std::clamp<__int128>(__int128(col) - offset, 0, row));
+  int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(col, 1));
+  parallel_for(first, last, grain, [&](int64_t b, int64_t e) {
+    int64_t pos = int64_t(tri_count(b, col, offset, lower));
+    for (int64_t i = b; i < e; ++i) {
+      __int128 lo = lower ? 0 : std::max<__int128>(0, __int128(i) + offset);
+      __int128 hi = lower ? std::min<__int128>(col, __int128(i) + offset + 1) : col;
+      for (int64_t j = int64_t(lo); j < int64_t(hi); ++j, ++pos) {
+        rs[pos] = i;
+        cs[pos] = j;
       }
-  Tensor r = int64_tensor(rs, device), c = int64_tensor(cs, device);
-  return to_dtype(stack({r, c}, 0), dtype);
+    }
+  });
+  return to_device(to_dtype(out, dtype), device);
 }
 
 Tensor tril_indices(int64_t row, int64_t col, int64_t offset, DType dtype, Device device) {
@@ -595,15 +660,22 @@ const Tensor& resize_(const Tensor& a, const Shape& sizes) {
   size_t need = size_t(
       checked_mul(checked_add(n, a.storage_offset(), "resize_"), a.element_size(), "resize_"));
   if (need > impl->storage->nbytes) {
-    // Grow: a new storage with the old bytes copied in front.
+    // Grow the storage itself (Note [Resizing a shared storage] in core/tensor.h): a larger
+    // block with the old bytes copied in front is swapped into the StorageImpl, so every
+    // tensor and storage object sharing it (the base of a view, say) sees the new memory,
+    // as PyTorch's storage resize does. Memory ember does not own cannot grow.
+    StorageImpl& st = *impl->storage;
+    EMBER_CHECK(st.resizable, "Trying to resize storage that is not resizable (resize_ to ",
+                shape_str(sizes), " needs ", need, " bytes; the tensor's ", st.nbytes,
+                " bytes belong to another library, e.g. a NumPy array it was made from)");
     Tensor fresh = empty(Shape{int64_t(need / a.element_size())}, a.dtype(), a.device());
-    size_t old = impl->storage->nbytes;
+    const size_t old = st.nbytes;
     if (old) {
-      Tensor old_flat = make_view(a, Shape{int64_t(old / a.element_size())}, Shape{1}, 0);
-      Tensor dst = make_view(fresh, Shape{int64_t(old / a.element_size())}, Shape{1}, 0);
-      copy_(dst, old_flat);
+      const int64_t n_old = int64_t(old / a.element_size());
+      copy_(make_view(fresh, Shape{n_old}, Shape{1}, 0), make_view(a, Shape{n_old}, Shape{1}, 0));
     }
-    impl->storage = fresh.storage();
+    std::swap(st.data, fresh.storage()->data);
+    std::swap(st.nbytes, fresh.storage()->nbytes);  // `fresh` now owns, and frees, the old block
   }
   impl->sizes = sizes;
   impl->strides = contiguous_strides(sizes);

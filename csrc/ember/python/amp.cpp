@@ -34,10 +34,17 @@ void init_amp(py::module_& m) {
   m.def("_autocast_cache_size", [] { return ac::cache_size(); });
   m.def("_autocast_category",
         [](const std::string& op) { return int(ac::category_of(op.c_str())); });
+  m.def("_autocast_policy", [] {
+    py::list rows;
+    for (const auto& [op, c] : ac::policy_rows()) rows.append(py::make_tuple(op, int(c)));
+    return rows;
+  });
   m.def(
       "_amp_foreach_non_finite_check_and_unscale_",
-      [](const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale) {
-        ac::amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+      [](py::handle grads, const Tensor& found_inf, const Tensor& inv_scale) {
+        ac::amp_foreach_non_finite_check_and_unscale_(
+            tensor_list_arg(grads, "_amp_foreach_non_finite_check_and_unscale_", "self"), found_inf,
+            inv_scale);
       },
       py::arg("self"), py::arg("found_inf"), py::arg("inv_scale"));
   m.def(

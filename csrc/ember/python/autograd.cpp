@@ -160,6 +160,29 @@ void anomaly_report(const Node& n) {
 }
 
 // A hook calling a Python function; removal disables it (handle.remove()).
+// "ember.FloatTensor" / "ember.cuda.FloatTensor": PyTorch's names in hook messages.
+std::string hook_type_name(const Tensor& t) {
+  std::string s = legacy_type_name(t.dtype());
+  return t.device().is_cpu() ? s : "ember.cuda." + s.substr(6);
+}
+
+std::string hook_name(const py::object& fn) {
+  return py::hasattr(fn, "__name__") ? py::str(fn.attr("__name__")).cast<std::string>()
+                                     : std::string("hook");
+}
+
+// Every hook's replacement gradient must keep the gradient's dtype, device and shape
+// (PyTorch's check_variable_result): a hook returning (g * 2.5).long() used to turn
+// x.grad into an int64 tensor.
+void check_hook_value(const Tensor& original, const Tensor& result, const std::string& name) {
+  EMBER_CHECK(result.dtype() == original.dtype() && result.device() == original.device(), "hook '",
+              name, "' has changed the type of value (was ", hook_type_name(original), " got ",
+              hook_type_name(result), ")");
+  EMBER_CHECK(result.sizes() == original.sizes(), "hook '", name,
+              "' has changed the size of value (was ", shape_str(original.sizes()), " got ",
+              shape_str(result.sizes()), ")");
+}
+
 struct PyHook {
   py::object fn;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
@@ -171,8 +194,7 @@ struct PyHook {
     Tensor* t;
     EMBER_CHECK_TYPE(as_tensor(r, t), "hook returned an object of type ", type_name(r),
                      "; a hook must return None or a Tensor");
-    EMBER_CHECK(t->sizes() == g.sizes(), "hook changed the size of the gradient from ",
-                shape_str(g.sizes()), " to ", shape_str(t->sizes()));
+    check_hook_value(g, *t, hook_name(fn));
     return *t;
   }
 };
@@ -201,8 +223,7 @@ py::tuple grads_tuple(const variable_list& gs) {
 // as many Tensors-or-None, as PyTorch checks.
 variable_list hook_result(const py::object& r, const variable_list& given, const py::object& fn) {
   if (r.is_none()) return {};
-  std::string name = py::hasattr(fn, "__name__") ? py::str(fn.attr("__name__")).cast<std::string>()
-                                                 : std::string("hook");
+  std::string name = hook_name(fn);
   EMBER_CHECK_TYPE(py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r),
                    "expected tuple, but hook returned '", type_name(r), "'");
   EMBER_CHECK(py::len(r) == given.size(), "hook '", name,
@@ -214,6 +235,7 @@ variable_list hook_result(const py::object& r, const variable_list& given, const
     if (v.is_none()) continue;
     Tensor* t;
     EMBER_CHECK_TYPE(as_tensor(v, t), "expected Variable, but hook returned '", type_name(v), "'");
+    if (given[i].defined()) check_hook_value(given[i], *t, name);
     out[i] = *t;
   }
   return out;

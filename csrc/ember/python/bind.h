@@ -158,6 +158,11 @@ Tensor tensor_or_scalar(py::handle h, const char* op, const char* arg);
 Tensor ndarray_operand(py::handle h);
 /// A Scalar from a Python number or a one-element tensor; TypeError otherwise.
 Scalar scalar_arg(py::handle h, const char* op, const char* arg);
+/// A list or tuple of tensors, with PyTorch's TypeErrors ("expected Tensor as element 1
+/// in argument 0, but got int"): every binding that takes a tensor list converts it here,
+/// never through pybind11's std::vector caster, whose error is a signature dump.
+std::vector<Tensor> tensor_list_arg(py::handle h, const char* op, const char* arg = "tensors",
+                                    int position = 0);
 /// A Python int (or anything with __index__); TypeError naming op/arg otherwise.
 int64_t int_arg(py::handle h, const char* op, const char* arg);
 /// Sizes from `f(2, 3)`, `f((2, 3))`, `f([2, 3])` or `f(ember.Size(...))`.

@@ -137,19 +137,27 @@ Scalar scalar_arg(py::handle h, const char* op, const char* arg) {
     EMBER_CHECK(t->numel() == 1, op, "(): argument '", arg,
                 "' must be a Number or a one-element tensor, but got a tensor of shape ",
                 shape_str(t->sizes()));
-    Tensor c = to_device(*t, Device());
-    return dispatch_all(c.dtype(), op, [&](auto tag) -> Scalar {
-      using T = typename decltype(tag)::type;
-      T v = *c.data<T>();
-      if constexpr (std::is_same<T, bool>::value)
-        return Scalar(v);
-      else if constexpr (std::is_integral<T>::value)
-        return Scalar(int64_t(v));
-      else
-        return Scalar(double(v));
-    });
+    return local_scalar(*t, op);
   }
   raise(ErrorKind::Type, op, "(): argument '", arg, "' must be Number, not ", type_name(h));
+}
+
+std::vector<Tensor> tensor_list_arg(py::handle h, const char* op, const char* arg, int position) {
+  if (!PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr()))
+    raise(ErrorKind::Type, op, "(): argument '", arg, "' (position ", position + 1,
+          ") must be tuple of Tensors, not ", type_name(h));
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(h);
+  std::vector<Tensor> r;
+  r.reserve(seq.size());
+  for (size_t i = 0; i < seq.size(); ++i) {
+    py::object e = seq[i];
+    Tensor* t;
+    if (!as_tensor(e, t))
+      raise(ErrorKind::Type, op, "(): expected Tensor as element ", i, " in argument ", position,
+            ", but got ", type_name(e));
+    r.push_back(*t);
+  }
+  return r;
 }
 
 int64_t int_arg(py::handle h, const char* op, const char* arg) {

@@ -61,7 +61,8 @@ void init_data(py::module_& m) {
   });
   m.def(
       "_data_stack",
-      [](const std::vector<Tensor>& ts, bool shared) {
+      [](py::handle list, bool shared) {
+        std::vector<Tensor> ts = tensor_list_arg(list, "stack");
         // Without autograd in play the stack runs with the GIL released; a tensor that
         // requires grad records a node, which may need Python (anomaly mode), so keep it.
         bool grad = false;
@@ -73,7 +74,8 @@ void init_data(py::module_& m) {
       py::arg("tensors"), py::arg("shared") = false);
   m.def(
       "_data_gather",
-      [](const std::vector<Tensor>& fields, const Tensor& idx, bool shared) {
+      [](py::handle field_list, const Tensor& idx, bool shared) {
+        std::vector<Tensor> fields = tensor_list_arg(field_list, "_data_gather", "fields");
         py::gil_scoped_release nogil;
         std::vector<Tensor> out;
         out.reserve(fields.size());
@@ -92,10 +94,19 @@ void init_data(py::module_& m) {
         return masked_crc32c(v.data(), v.size());
       },
       "TFRecord's masked CRC-32C of some bytes (TensorBoard event files).");
-  m.def("_crc32c", [](py::bytes b) {
-    std::string_view v = b;
-    return crc32c(v.data(), v.size());
-  });
+  m.def(
+      "_crc32c",
+      [](py::buffer b, uint32_t crc) {
+        py::buffer_info info = b.request();
+        EMBER_CHECK(info.ndim <= 1 || PyBuffer_IsContiguous(info.view(), 'C'),
+                    "_crc32c: expected a contiguous buffer");
+        const size_t n = size_t(info.size) * size_t(info.itemsize);
+        py::gil_scoped_release nogil;
+        return crc32c_extend(crc, info.ptr, n);
+      },
+      py::arg("data"), py::arg("crc") = 0,
+      "CRC-32C of a contiguous buffer (bytes, memoryview, ndarray), continuing from `crc`: "
+      "_crc32c(b, _crc32c(a)) == _crc32c(a + b).");
 
   py::class_<BatchPrefetcher>(m, "_BatchPrefetcher",
                               "Gathers index batches of tensor fields on a background thread "

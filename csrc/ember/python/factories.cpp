@@ -44,6 +44,13 @@ DType numpy_dtype(py::handle np_dtype) {
         "uint8, and bool.");
 }
 
+// More nesting than a tensor may have dims (a cyclic list, l = []; l.append(l), is
+// infinitely deep): PyTorch's ValueError, raised before any recursion can exhaust the stack.
+[[noreturn]] void too_deep(py::handle h) {
+  raise(ErrorKind::Value, "too many dimensions '", type_name(h), "' (a tensor has at most ",
+        kMaxDims, "; is the data nested too deeply or does it contain itself?)");
+}
+
 [[noreturn]] void bad_type(py::handle h) {
   raise(ErrorKind::Type, "new(): invalid data type '", type_name(h), "'");
 }
@@ -73,16 +80,19 @@ struct DataWalker {
     while (true) {
       if (as_tensor(cur, t)) {
         for (int64_t s : t->sizes()) sizes.push_back(s);
+        if (int64_t(sizes.size()) > kMaxDims) too_deep(cur);
         return;
       }
       if (is_numpy_array(cur)) {
         py::array a = py::reinterpret_borrow<py::array>(cur);
         for (ssize_t d = 0; d < a.ndim(); ++d) sizes.push_back(a.shape(d));
+        if (int64_t(sizes.size()) > kMaxDims) too_deep(cur);
         return;
       }
       PyObject* o = cur.ptr();
       if (PyFloat_Check(o) || PyLong_Check(o) || is_numpy_scalar(cur)) return;
       if (!is_data_sequence(cur)) bad_type(cur);
+      if (int64_t(sizes.size()) >= kMaxDims) too_deep(cur);
       Py_ssize_t n = PySequence_Size(o);
       if (n < 0) throw py::error_already_set();
       sizes.push_back(n);
@@ -99,7 +109,7 @@ struct DataWalker {
   }
 
   // The dtype of the data (PyTorch's infer_scalar_type), scanning every element.
-  void infer(py::handle obj) {
+  void infer(py::handle obj, int64_t depth = 0) {
     PyObject* o = obj.ptr();
     // NumPy scalars keep their dtype (np.float64 is also a Python float subclass).
     if (!PyFloat_CheckExact(o) && (is_numpy_array(obj) || is_numpy_scalar(obj)))
@@ -114,6 +124,7 @@ struct DataWalker {
       // PyTorch's infer_scalar_type: RuntimeError for anything else (None, dict, object).
       raise(ErrorKind::Runtime, "Could not infer dtype of ", type_name(obj));
     }
+    if (depth >= kMaxDims) too_deep(obj);
     py::object fast = py::reinterpret_steal<py::object>(PySequence_Fast(o, "not a sequence"));
     if (!fast) throw py::error_already_set();
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.ptr());
@@ -128,7 +139,7 @@ struct DataWalker {
       } else if (PyLong_Check(e)) {
         see(DType::Int64);
       } else {
-        infer(e);
+        infer(e, depth + 1);
       }
     }
   }

@@ -70,6 +70,12 @@ struct ListReader {
     py::object cur = py::reinterpret_borrow<py::object>(seq);
     Tensor* t;
     while (is_index_sequence(cur) && !as_tensor(cur, t)) {
+      // A tensor has at most kMaxDims dims: a deeper (or cyclic) list is an error before
+      // read() recurses into it (as ember.tensor, python/factories.cpp).
+      if (int64_t(shape.size()) >= kMaxDims)
+        raise(ErrorKind::Value, "too many dimensions '", type_name(cur),
+              "' in an index list (a tensor has at most ", kMaxDims,
+              "; is the list nested too deeply or does it contain itself?)");
       Py_ssize_t n = PySequence_Size(cur.ptr());
       if (n < 0) throw py::error_already_set();
       shape.push_back(n);

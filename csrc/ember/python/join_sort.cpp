@@ -11,24 +11,6 @@ namespace ember::python {
 namespace {
 
 // A list or tuple of Tensors, with PyTorch's TypeErrors.
-std::vector<Tensor> join_tensor_list(py::handle h, const char* op) {
-  if (!PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr()))
-    raise(ErrorKind::Type, op, "(): argument 'tensors' (position 1) must be tuple of Tensors, not ",
-          type_name(h));
-  py::sequence seq = py::reinterpret_borrow<py::sequence>(h);
-  std::vector<Tensor> r;
-  r.reserve(seq.size());
-  for (size_t i = 0; i < seq.size(); ++i) {
-    py::object e = seq[i];
-    Tensor* t;
-    if (!as_tensor(e, t))
-      raise(ErrorKind::Type, op, "(): expected Tensor as element ", i, " in argument 0, but got ",
-            type_name(e));
-    r.push_back(*t);
-  }
-  return r;
-}
-
 std::optional<int64_t> optional_int(py::handle h, const char* op, const char* arg) {
   if (h.is_none()) return std::nullopt;
   return int_arg(h, op, arg);
@@ -49,16 +31,27 @@ Shape dims_from_args(const py::args& args, const char* op) {
   return shape_from_args(args, op, "dims");
 }
 
-py::object repeat_interleave_py(const Tensor& self, py::handle repeats, py::handle dim) {
+py::object repeat_interleave_py(const Tensor& self, py::handle repeats, py::handle dim,
+                                py::handle output_size) {
   const char* op = "repeat_interleave";
   std::optional<int64_t> d = optional_int(dim, op, "dim");
+  std::optional<int64_t> want = optional_int(output_size, op, "output_size");
+  Tensor r;
   if (repeats.is_none()) {  // repeat_interleave(repeats): the index form
     EMBER_CHECK_TYPE(!d, op, "(): dim given without repeats");
-    return wrap(repeat_interleave(self));
+    r = repeat_interleave(self);
+  } else {
+    Tensor* t;
+    r = as_tensor(repeats, t) ? repeat_interleave(self, *t, d)
+                              : repeat_interleave(self, int_arg(repeats, op, "repeats"), d);
   }
-  Tensor* t;
-  if (as_tensor(repeats, t)) return wrap(repeat_interleave(self, *t, d));
-  return wrap(repeat_interleave(self, int_arg(repeats, op, "repeats"), d));
+  // output_size promises the length of the repeated dim (PyTorch uses it to skip a sync);
+  // a wrong promise is an error, never a silently different result.
+  if (want) {
+    int64_t got = r.dim() ? r.sizes()[repeats.is_none() || !d ? 0 : wrap_dim(*d, r.dim())] : 1;
+    EMBER_CHECK(*want == got, op, ": Invalid output_size, expected ", got, " but got ", *want);
+  }
+  return wrap(r);
 }
 
 py::object unique_result(const std::tuple<Tensor, Tensor, Tensor>& r, bool inv, bool cnt) {
@@ -108,7 +101,7 @@ void bind_joining(py::module_& m, py::class_<Tensor>& cls) {
     m.def(
         name,
         [name](py::handle tensors, py::object dim, py::object axis, py::handle out) {
-          Tensor r = cat(join_tensor_list(tensors, name), dim_or_axis(dim, axis, name));
+          Tensor r = cat(tensor_list_arg(tensors, name), dim_or_axis(dim, axis, name));
           check_join_out(r, out, name);
           return result_or_out(r, out, name);
         },
@@ -118,27 +111,26 @@ void bind_joining(py::module_& m, py::class_<Tensor>& cls) {
   m.def(
       "stack",
       [](py::handle tensors, py::object dim, py::object axis, py::handle out) {
-        Tensor r = stack(join_tensor_list(tensors, "stack"), dim_or_axis(dim, axis, "stack"));
+        Tensor r = stack(tensor_list_arg(tensors, "stack"), dim_or_axis(dim, axis, "stack"));
         check_join_out(r, out, "stack");
         return result_or_out(r, out, "stack");
       },
       py::arg("tensors"), py::arg("dim") = py::none(), py::kw_only(), py::arg("axis") = py::none(),
       py::arg("out") = py::none());
   m.def(
-      "hstack", [](py::handle t) { return hstack(join_tensor_list(t, "hstack")); },
+      "hstack", [](py::handle t) { return hstack(tensor_list_arg(t, "hstack")); },
       py::arg("tensors"));
   m.def(
-      "vstack", [](py::handle t) { return vstack(join_tensor_list(t, "vstack")); },
+      "vstack", [](py::handle t) { return vstack(tensor_list_arg(t, "vstack")); },
       py::arg("tensors"));
   m.def(
-      "row_stack", [](py::handle t) { return vstack(join_tensor_list(t, "row_stack")); },
+      "row_stack", [](py::handle t) { return vstack(tensor_list_arg(t, "row_stack")); },
       py::arg("tensors"));
   m.def(
-      "dstack", [](py::handle t) { return dstack(join_tensor_list(t, "dstack")); },
+      "dstack", [](py::handle t) { return dstack(tensor_list_arg(t, "dstack")); },
       py::arg("tensors"));
   m.def(
-      "column_stack",
-      [](py::handle t) { return column_stack(join_tensor_list(t, "column_stack")); },
+      "column_stack", [](py::handle t) { return column_stack(tensor_list_arg(t, "column_stack")); },
       py::arg("tensors"));
 }
 
@@ -163,8 +155,8 @@ void bind_rearranging(py::module_& m, py::class_<Tensor>& cls) {
       py::arg("input"), py::arg("dims"));
   m.def(
       "repeat_interleave",
-      [](const Tensor& a, py::handle repeats, py::handle dim, py::handle) {
-        return repeat_interleave_py(a, repeats, dim);
+      [](const Tensor& a, py::handle repeats, py::handle dim, py::handle output_size) {
+        return repeat_interleave_py(a, repeats, dim, output_size);
       },
       py::arg("input"), py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
       py::arg("output_size") = py::none());
@@ -183,8 +175,8 @@ void bind_rearranging(py::module_& m, py::class_<Tensor>& cls) {
            [](const Tensor& a, py::args dims) { return tile(a, dims_from_args(dims, "tile")); })
       .def(
           "repeat_interleave",
-          [](const Tensor& a, py::handle repeats, py::handle dim, py::handle) {
-            return repeat_interleave_py(a, repeats, dim);
+          [](const Tensor& a, py::handle repeats, py::handle dim, py::handle output_size) {
+            return repeat_interleave_py(a, repeats, dim, output_size);
           },
           py::arg("repeats") = py::none(), py::arg("dim") = py::none(), py::kw_only(),
           py::arg("output_size") = py::none());

@@ -147,6 +147,14 @@ void bind_linalg_decompositions(py::module_& m, py::module_& L, py::class_<Tenso
         return named("linalg_qr", {q, r});
       },
       arg("A"), arg("mode") = "reduced");
+  // LAPACK's packed QR, for nn.utils.parametrizations.orthogonal's right_inverse.
+  m.def(
+      "_geqrf",
+      [](const Tensor& A) {
+        auto [a, tau] = geqrf(A);
+        return py::make_tuple(a, tau);
+      },
+      arg("input"));
 }
 
 void bind_linalg_norms_and_products(py::module_& m, py::module_& L, py::class_<Tensor>& cls) {

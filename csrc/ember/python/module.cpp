@@ -2,6 +2,8 @@
 // translator from C++ exceptions to Python exceptions.
 #include <Python.h>
 
+#include <new>
+
 #include "ember/backends/cpu/capability.h"
 #include "ember/core/allocator.h"
 #include "ember/core/error.h"
@@ -15,12 +17,17 @@ namespace {
 
 // Note [Error translation]
 // Every ember::Error becomes the Python exception its kind names; this is the
-// only place that mapping lives. Other C++ exceptions keep pybind11's mapping
-// (std::bad_alloc -> MemoryError, ...), and anything unknown is a RuntimeError:
-// nothing escapes as an abort.
+// only place that mapping lives. A failed C++ allocation (std::bad_alloc, whose message
+// is just "std::bad_alloc") is PyTorch's out-of-memory RuntimeError with a sentence that
+// says so. Other C++ exceptions keep pybind11's mapping, and anything unknown is a
+// RuntimeError: nothing escapes as an abort.
 void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "ember: out of memory: a host allocation failed (std::bad_alloc); the "
+                    "requested sizes are too large for this machine");
   } catch (const Error& e) {
     PyObject* type = PyExc_RuntimeError;
     switch (e.kind()) {

@@ -140,8 +140,9 @@ void init_nn_rnn(py::module_& m) {
     return pad_packed(data, batch_sizes, batch_first, padding_value, total_length);
   });
   m.def("_pad_sequence",
-        [](const std::vector<Tensor>& seqs, bool batch_first, double padding_value, bool pad_left) {
-          return pad_sequence(seqs, batch_first, padding_value, pad_left);
+        [](py::handle seqs, bool batch_first, double padding_value, bool pad_left) {
+          return pad_sequence(tensor_list_arg(seqs, "pad_sequence", "sequences"), batch_first,
+                              padding_value, pad_left);
         });
   m.def("_sdpa_flash", [](const Tensor& q, const Tensor& k, const Tensor& v, const OptT& mask,
                           bool is_causal, double scale, double dropout_p) {

@@ -7,25 +7,11 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/autocast.h"
 #include "ember/ops/ops.h"
+#include "ember/ops/surface.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
 namespace {
-
-// The in-place form of a composite op: f(a) written back into a. Under autograd
-// f runs on a recorded clone, so what it saves is not the tensor being
-// overwritten (Note [In-place ops under autograd]).
-template <typename F>
-Tensor inplace_from(const Tensor& a, const char* name, std::initializer_list<const Tensor*> others,
-                    F&& f) {
-  auto checked = [&](const Tensor& src) {
-    Tensor r = f(src);
-    check_result_cast(r.dtype(), a.dtype());
-    return r;
-  };
-  if (!autograd::inplace_records(a, others)) return copy_(a, checked(a));
-  return autograd::inplace_with_grad(a, name, true, checked);
-}
 
 // div(..., rounding_mode=None|'trunc'|'floor'), optionally into out=.
 py::object div_py(const Tensor& x, const Tensor& y, py::handle mode, py::handle out) {
@@ -109,13 +95,22 @@ Tensor ac1(const char* op, const Tensor& a) {
   return autocast::autocast_inputs(op, {a})[0];
 }
 
-Tensor with_alpha(BinaryOp op, const Tensor& b, py::handle alpha) {
-  if (alpha.is_none()) return b;
-  EMBER_CHECK_TYPE(op == BinaryOp::add || op == BinaryOp::sub, op_name(op),
-                   "() got an unexpected keyword argument 'alpha' (only add and sub take alpha)");
-  Scalar al = scalar_arg(alpha, op_name(op), "alpha");
-  if (al.to_double() == 1.0) return b;
-  return binary(BinaryOp::mul, b, wrap_scalar(al));
+// A binary table op at its public entry (function, method, Python operator): both operands
+// cast together, so a Promote row (atan2) sees them both.
+Tensor binary_ac(BinaryOp op, const Tensor& x, const Tensor& y) {
+  if (!autocast::active()) return binary(op, x, y);
+  auto c = autocast::autocast_inputs(op_name(op), {x, y});
+  return binary(op, c[0], c[1]);
+}
+Tensor binary_ac(BinaryOp op, const Tensor& x, const Tensor& y, Scalar alpha) {
+  if (!autocast::active()) return binary(op, x, y, alpha);
+  auto c = autocast::autocast_inputs(op_name(op), {x, y});
+  return binary(op, c[0], c[1], alpha);
+}
+
+// alpha= of add/sub: None means 1 (the ops' C++ API checks its kind, ops/ops.h).
+Scalar alpha_arg(py::handle alpha, const char* op) {
+  return alpha.is_none() ? Scalar(int64_t(1)) : scalar_arg(alpha, op, "alpha");
 }
 
 }  // namespace
@@ -173,35 +168,63 @@ void bind_op_table(py::module_& m) {
   EMBER_UNARY_OPS(EMBER_BIND_UNARY)
 #undef EMBER_BIND_UNARY
 
-#define EMBER_BIND_BINARY(n, F, k)                                                             \
-  m.def(                                                                                       \
-      #n,                                                                                      \
-      [](py::handle a, py::handle b, py::handle alpha, py::handle out) -> py::object {         \
-        BinaryOp op = BinaryOp::n;                                                             \
-        Tensor x = tensor_or_scalar(a, #n, "input");                                           \
-        Tensor y = with_alpha(op, other_arg(op, b, #n), alpha);                                \
-        if (const Tensor* o = out_arg(out, #n)) {                                              \
-          binary_out(op, x, y, *o);                                                            \
-          return py::reinterpret_borrow<py::object>(out);                                      \
-        }                                                                                      \
-        return wrap(binary(op, ac1(#n, x), ac1(#n, y)));                                       \
-      },                                                                                       \
-      py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none(),        \
-      py::arg("out") = py::none());                                                            \
-  cls.def(                                                                                     \
-      #n,                                                                                      \
-      [](const Tensor& a, py::handle b, py::handle alpha) {                                    \
-        return binary(BinaryOp::n, ac1(#n, a),                                                 \
-                      ac1(#n, with_alpha(BinaryOp::n, other_arg(BinaryOp::n, b, #n), alpha))); \
-      },                                                                                       \
-      py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());                         \
-  cls.def(                                                                                     \
-      #n "_",                                                                                  \
-      [](const Tensor& a, py::handle b, py::handle alpha) {                                    \
-        return binary_(BinaryOp::n, a,                                                         \
-                       with_alpha(BinaryOp::n, other_arg(BinaryOp::n, b, #n "_"), alpha));     \
-      },                                                                                       \
-      py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
+  // Only add and sub take alpha= (ops/ops.h takes_alpha); the other table ops' bindings
+  // have no such parameter, so _C.pyi and help() tell the truth.
+  auto bind_binary = [&](BinaryOp op) {
+    const char* n = op_name(op);
+    std::string in = std::string(n) + "_";
+    if (takes_alpha(op)) {
+      m.def(
+          n,
+          [op, n](py::handle a, py::handle b, py::handle alpha, py::handle out) -> py::object {
+            Tensor x = tensor_or_scalar(a, n, "input");
+            Tensor y = other_arg(op, b, n);
+            Scalar al = alpha_arg(alpha, n);
+            if (const Tensor* o = out_arg(out, n)) {
+              binary_out(op, x, y, al, *o);
+              return py::reinterpret_borrow<py::object>(out);
+            }
+            return wrap(binary_ac(op, x, y, al));
+          },
+          py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = py::none(),
+          py::arg("out") = py::none());
+      cls.def(
+          n,
+          [op, n](const Tensor& a, py::handle b, py::handle alpha) {
+            return binary_ac(op, a, other_arg(op, b, n), alpha_arg(alpha, n));
+          },
+          py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
+      cls.def(
+          in.c_str(),
+          [op, in](const Tensor& a, py::handle b, py::handle alpha) {
+            return binary_(op, a, other_arg(op, b, in.c_str()), alpha_arg(alpha, in.c_str()));
+          },
+          py::arg("other"), py::kw_only(), py::arg("alpha") = py::none());
+      return;
+    }
+    m.def(
+        n,
+        [op, n](py::handle a, py::handle b, py::handle out) -> py::object {
+          Tensor x = tensor_or_scalar(a, n, "input");
+          Tensor y = other_arg(op, b, n);
+          if (const Tensor* o = out_arg(out, n)) {
+            binary_out(op, x, y, *o);
+            return py::reinterpret_borrow<py::object>(out);
+          }
+          return wrap(binary_ac(op, x, y));
+        },
+        py::arg("input"), py::arg("other"), py::kw_only(), py::arg("out") = py::none());
+    cls.def(
+        n, [op, n](const Tensor& a, py::handle b) { return binary_ac(op, a, other_arg(op, b, n)); },
+        py::arg("other"));
+    cls.def(
+        in.c_str(),
+        [op, in](const Tensor& a, py::handle b) {
+          return binary_(op, a, other_arg(op, b, in.c_str()));
+        },
+        py::arg("other"));
+  };
+#define EMBER_BIND_BINARY(n, F, k) bind_binary(BinaryOp::n);
   EMBER_BINARY_OPS(EMBER_BIND_BINARY)
 #undef EMBER_BIND_BINARY
 }
@@ -232,8 +255,8 @@ void bind_div_and_aliases(py::module_& m) {
           raise(ErrorKind::Type, "div_(): argument 'rounding_mode' must be str or None, not ",
                 type_name(mode));
         std::string md = mode.cast<std::string>();
-        return inplace_from(a, "div_", {&y},
-                            [&](const Tensor& s) { return div_rounding(s, y, md); });
+        return inplace_composite(a, "div_", {&y},
+                                 [&](const Tensor& s) { return div_rounding(s, y, md); });
       },
       py::name("div_"), py::is_method(cls), py::arg("other"), py::kw_only(),
       py::arg("rounding_mode") = py::none());
@@ -269,12 +292,12 @@ void bind_operators(py::module_& m) {
   cls.def("__" py_name "__", [](const Tensor& a, py::handle b) -> py::object {        \
     Tensor y;                                                                         \
     if (!operand(b, y)) return py::reinterpret_borrow<py::object>(Py_NotImplemented); \
-    return wrap(binary(op, a, y));                                                    \
+    return wrap(binary_ac(op, a, y));                                                 \
   });                                                                                 \
   cls.def("__r" py_name "__", [](const Tensor& a, py::handle b) -> py::object {       \
     Tensor x;                                                                         \
     if (!operand(b, x)) return py::reinterpret_borrow<py::object>(Py_NotImplemented); \
-    return wrap(binary(op, x, a));                                                    \
+    return wrap(binary_ac(op, x, a));                                                 \
   });                                                                                 \
   cls.def("__i" py_name "__", [](py::handle self, py::handle b) -> py::object {       \
     Tensor y;                                                                         \
@@ -427,8 +450,8 @@ void bind_ternary_and_promotion(py::module_& m) {
         std::optional<Tensor> mn, mx;
         if (!lo.is_none()) mn = tensor_or_scalar(lo, "clamp_", "min");
         if (!hi.is_none()) mx = tensor_or_scalar(hi, "clamp_", "max");
-        return inplace_from(a, "clamp_", {mn ? &*mn : nullptr, mx ? &*mx : nullptr},
-                            [&](const Tensor& src) { return clamp(src, mn, mx); });
+        return inplace_composite(a, "clamp_", {mn ? &*mn : nullptr, mx ? &*mx : nullptr},
+                                 [&](const Tensor& src) { return clamp(src, mn, mx); });
       },
       py::arg("min") = py::none(), py::arg("max") = py::none());
   m.attr("clip") = m.attr("clamp");
@@ -452,7 +475,8 @@ void bind_ternary_and_promotion(py::module_& m) {
                                        py::kw_only(), py::arg("decimals") = 0);
   cls.attr("round_") = py::cpp_function(
       [round_py](const Tensor& a, int64_t d) {
-        return inplace_from(a, "round_", {}, [&](const Tensor& src) { return round_py(src, d); });
+        return inplace_composite(a, "round_", {},
+                                 [&](const Tensor& src) { return round_py(src, d); });
       },
       py::name("round_"), py::is_method(cls), py::kw_only(), py::arg("decimals") = 0);
   cls.attr("__round__") = cls.attr("round");
@@ -465,8 +489,8 @@ void bind_ternary_and_promotion(py::module_& m) {
       "lerp_",
       [](const Tensor& a, const Tensor& b, py::handle w) {
         Tensor wt = tensor_or_scalar(w, "lerp", "weight");
-        return inplace_from(a, "lerp_", {&b, &wt},
-                            [&](const Tensor& src) { return lerp(src, b, wt); });
+        return inplace_composite(a, "lerp_", {&b, &wt},
+                                 [&](const Tensor& src) { return lerp(src, b, wt); });
       },
       py::arg("end"), py::arg("weight"));
   auto nan_to_num_py = [](const Tensor& a, double nan, std::optional<double> posinf,
@@ -481,8 +505,8 @@ void bind_ternary_and_promotion(py::module_& m) {
       "nan_to_num_",
       [nan_to_num_py](const Tensor& a, double nan, std::optional<double> p,
                       std::optional<double> n) {
-        return inplace_from(a, "nan_to_num_", {},
-                            [&](const Tensor& src) { return nan_to_num_py(src, nan, p, n); });
+        return inplace_composite(a, "nan_to_num_", {},
+                                 [&](const Tensor& src) { return nan_to_num_py(src, nan, p, n); });
       },
       py::arg("nan") = 0.0, py::arg("posinf") = py::none(), py::arg("neginf") = py::none());
 

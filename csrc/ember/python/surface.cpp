@@ -22,7 +22,7 @@ struct PyMemoryFormat {
 MemoryFormat memory_format_arg(py::handle h, const char* op) {
   if (h.is_none()) return MemoryFormat::Preserve;
   if (!py::isinstance<PyMemoryFormat>(h))
-    raise(ErrorKind::Type, op, "(): argument 'memory_format' must be torch.memory_format, not ",
+    raise(ErrorKind::Type, op, "(): argument 'memory_format' must be ember.memory_format, not ",
           type_name(h));
   return h.cast<PyMemoryFormat&>().fmt;
 }

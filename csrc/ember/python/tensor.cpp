@@ -298,6 +298,15 @@ void bind_device(py::module_& m) {
              return false;
            })
       .def("__hash__", [](const PyDevice& d) { return int(d.device.type) * 1000 + d.device.index; })
+      // Picklable and copyable (PyTorch's torch.device is): a module holding self.device, or
+      // a checkpoint holding a device, must survive copy.deepcopy and pickling.
+      .def("__reduce__",
+           [](py::handle self) {
+             return py::make_tuple(py::type::of(self),
+                                   py::make_tuple(self.cast<const PyDevice&>().device.str()));
+           })
+      .def("__copy__", [](const PyDevice& d) { return d; })
+      .def("__deepcopy__", [](const PyDevice& d, py::handle) { return d; })
       // `with ember.device("cuda"):` makes it the default device for the block.
       .def("__enter__",
            [](const PyDevice& d) {
@@ -548,15 +557,7 @@ void bind_tensor_fill(py::module_& m) {
       .def("fill_",
            [](const Tensor& a, py::handle v) {
              Tensor* t;
-             if (as_tensor(v, t)) {
-               EMBER_CHECK(t->dim() == 0,
-                           "fill_ only supports 0-dimension value tensor but got tensor with ",
-                           t->dim(), " dimensions.");
-               // A differentiable value gets grad.sum() (PyTorch's fill_.Tensor): copy_ broadcasts
-               // the 0-d value and records CopyBackwards, whose source gradient is that sum. Going
-               // through a Scalar would drop it.
-               if (autograd::grad_enabled() && autograd::requires_grad(*t)) return copy_(a, *t);
-             }
+             if (as_tensor(v, t)) return fill_(a, *t);
              return fill_(a, scalar_arg(v, "fill_", "value"));
            })
       .def("zero_", [](const Tensor& a) { return fill_(a, Scalar(int64_t(0))); })

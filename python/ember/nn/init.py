@@ -11,7 +11,6 @@ import math
 import warnings
 
 from .. import _C
-from .. import _ops as _E
 from ..autograd.grad_mode import no_grad
 
 __all__ = [
@@ -86,36 +85,6 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
         return tensor.normal_(mean, std, **_rng(generator))
 
 
-# Giles' single-precision erfinv polynomials ("Approximating the erfinv function", 2010),
-# for the central (w < 5) and tail regions; two Newton steps on erf then reach float64
-# accuracy. ember has no erfinv kernel, so trunc_normal_ composes it from ember ops.
-_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
-
-
-def _polyval(coeffs, w):
-    p = _C.full_like(w, coeffs[0])
-    for c in coeffs[1:]:
-        p = p * w + c
-    return p
-
-
-def _erfinv(y):
-    """erfinv of a float64 tensor with values in [-1, 1], from ember ops."""
-    w = -_C.log((1.0 - y) * (1.0 + y))
-    central = _polyval(_ERFINV_CENTRAL, w - 2.5)
-    tail = _polyval(_ERFINV_TAIL, _C.sqrt(w) - 3.0)
-    x = _E.where(w < 5.0, central, tail) * y
-    finite = _C.isfinite(x)
-    two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
-    for _ in range(2):
-        step = (_C.erf(x) - y) / (two_over_sqrt_pi * _C.exp(-x * x))
-        x = _E.where(finite & _C.isfinite(step), x - step, x)
-    return _E.where(y.abs() == 1.0, y * math.inf, x)  # erfinv(+-1) = +-inf
-
-
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     r"""Fills ``tensor`` with N(mean, std^2) samples truncated to [a, b] (inverse-CDF
     sampling: uniform in [cdf(a), cdf(b)], then the normal quantile)."""
@@ -130,7 +99,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         hi = norm_cdf((b - mean) / std)
         u = _C.empty(tuple(tensor.shape), dtype=_C.float64, device=tensor.device)
         u.uniform_(2 * lo - 1, 2 * hi - 1, **_rng(generator))
-        x = _erfinv(u) * (std * math.sqrt(2.0)) + mean
+        x = _C.erfinv(u) * (std * math.sqrt(2.0)) + mean
         tensor.copy_(_C.clamp(x, a, b))
         return tensor
 
@@ -226,61 +195,9 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, std, generator)
 
 
-def _householder_qr(a, block=32, return_reflectors=False):
-    """Reduced QR of an (m, n) matrix, m >= n, by blocked Householder reflections: each
-    panel of ``block`` columns is factored column by column, then applied to the rest of
-    R and accumulated into Q as one block reflector I - V T V^T (GEMMs). Used because
-    ember.linalg has no qr. ``return_reflectors``: also the (m, n) matrix whose column j
-    holds the unit reflector of step j in rows j.. (zero for a skipped zero column)."""
-    m, n = a.shape
-    refl = _C.zeros((m, n), dtype=a.dtype, device=a.device) if return_reflectors else None
-    r = a.clone()
-    q = _C.eye(m, dtype=a.dtype, device=a.device)
-    for k in range(0, n, block):
-        b = min(block, n - k)
-        panel = r[k:, k:k + b].contiguous()
-        vs = _C.zeros((m - k, b), dtype=a.dtype, device=a.device)
-        taus = []
-        for j in range(b):
-            x = panel[j:, j]
-            norm_x = x.norm().item()
-            if norm_x == 0.0:
-                taus.append(0.0)
-                continue
-            x0 = x[0].item()
-            alpha = -norm_x if x0 >= 0 else norm_x
-            v = x.clone()
-            v[0] = x0 - alpha
-            v = v / v.norm()
-            vs[j:, j] = v
-            taus.append(2.0)
-            panel[j:, j:] -= 2.0 * (v.unsqueeze(1) @ (v.unsqueeze(0) @ panel[j:, j:]))
-        r[k:, k:k + b] = panel
-        if refl is not None:
-            refl[k:, k:k + b] = vs
-        # H_1 ... H_b = I - V T V^T with T upper triangular (the compact WY form).
-        t = _C.zeros((b, b), dtype=a.dtype, device=a.device)
-        vt = vs.t().contiguous()
-        vtv = vt @ vs
-        for j in range(b):
-            t[j, j] = taus[j]
-            if j and taus[j]:
-                t[:j, j] = -taus[j] * (t[:j, :j] @ vtv[:j, j])
-        if k + b < n:
-            trail = r[k:, k + b:]
-            r[k:, k + b:] = trail - vs @ (t.t() @ (vt @ trail))
-        qk = q[:, k:]
-        q[:, k:] = qk - ((qk @ vs) @ t) @ vt
-    if refl is not None:
-        return q[:, :n], r[:n, :], refl
-    return q[:, :n], r[:n, :]
-
-
-def _qr(a):
+def _linalg():
     # ember.linalg the Python module (the package attribute can be _C's linalg submodule)
-    linalg = importlib.import_module("ember.linalg")
-    qr = getattr(linalg, "qr", None)
-    return tuple(qr(a)) if qr is not None else _householder_qr(a)
+    return importlib.import_module("ember.linalg")
 
 
 def orthogonal_(tensor, gain=1, generator=None):
@@ -299,7 +216,7 @@ def orthogonal_(tensor, gain=1, generator=None):
         flattened.normal_(0, 1, **_rng(generator))
         if rows < cols:
             flattened = flattened.t()
-        q, r = _qr(flattened)
+        q, r = _linalg().qr(flattened)
         # Make Q unique: the signs of R's diagonal go into Q's columns.
         q = q * r.diagonal().sign()
         if rows < cols:

@@ -64,12 +64,18 @@ def _relu(x):
     return np.where(np.isnan(x), x, np.maximum(x, 0)) if x.dtype.kind == "f" else np.maximum(x, 0)
 
 
+def _sign(x):
+    """PyTorch's sign: (0 < x) - (x < 0), so sign(nan) is 0 where NumPy's is nan."""
+    r = np.sign(x)
+    return np.where(np.isnan(x), r.dtype.type(0), r) if r.dtype.kind == "f" else r
+
+
 def _floor_divide(a, b):
     return np.floor_divide(a, b)
 
 
 _UNARY_REFS = {
-    "neg": (np.negative, None), "abs": (np.abs, None), "sign": (np.sign, None),
+    "neg": (np.negative, None), "abs": (np.abs, None), "sign": (_sign, None),
     "square": (np.square, None), "relu": (_relu, None), "bitwise_not": (np.invert, None),
     "floor": (np.floor, None), "ceil": (np.ceil, None), "trunc": (np.trunc, None),
     "round": (np.round, None),

@@ -1,2 +1,3 @@
-"""ember.vision: torchvision's datasets (MNIST, FashionMNIST), transforms and make_grid."""
-from . import datasets, transforms, utils  # noqa: F401
+"""ember.vision: torchvision's datasets (MNIST, FashionMNIST), transforms, make_grid, the
+model zoo (``models``, randomly initialized) and the layer blocks it uses (``ops``)."""
+from . import datasets, models, ops, transforms, utils  # noqa: F401

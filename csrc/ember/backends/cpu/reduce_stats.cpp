@@ -1,5 +1,7 @@
 // CPU kernels of var/std (+ mean), median and the cumulative scans.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <utility>
 
 #include "ember/backends/cpu/capability.h"
@@ -123,22 +125,36 @@ void median_kernel(const ReduceArgs& a) {
   });
 }
 
+// log(exp(a) + exp(b)) without overflow: the larger operand plus log1p of the other's
+// exp relative to it. -inf is the identity; a NaN propagates; +inf absorbs.
+template <typename A>
+inline A log_add_exp(A a, A b) {
+  if (std::isnan(a) || std::isnan(b)) return a + b;
+  A m = a > b ? a : b;
+  if (std::isinf(m)) return m;  // both -inf, or one +inf
+  return m + std::log1p(std::exp(-std::fabs(a - b)));
+}
+
 // In-place inclusive scan of a contiguous tensor viewed as [O, L, I] (L: the
 // scanned dim). Floats accumulate in double (float for 16-bit floats, as
-// PyTorch's CPU kernel), integers in int64 with wrap-around.
-template <typename T, bool Prod>
+// PyTorch's CPU kernel), integers in int64 with wrap-around. K: ScanKind.
+template <typename T, int K>
 void scan_typed(const Tensor& t, int64_t dim) {
   using A =
       std::conditional_t<std::is_floating_point<opmath_t<T>>::value,
                          std::conditional_t<std::is_same<opmath_t<T>, T>::value, double, float>,
                          int64_t>;
+  constexpr bool Prod = K == int(ScanKind::Cumprod);
+  constexpr bool Lse = K == int(ScanKind::LogCumSumExp);
   auto op = [](A a, A b) -> A {
     if constexpr (std::is_integral<A>::value)
       return Prod ? A(uint64_t(a) * uint64_t(b)) : A(uint64_t(a) + uint64_t(b));
+    else if constexpr (Lse)
+      return log_add_exp(a, b);
     else
       return Prod ? a * b : a + b;
   };
-  const A init = A(Prod ? 1 : 0);
+  const A init = Lse ? -std::numeric_limits<A>::infinity() : A(Prod ? 1 : 0);
   int64_t O = 1, I = 1;
   const int64_t L = t.sizes()[dim];
   for (int64_t d = 0; d < dim; ++d) O *= t.sizes()[d];
@@ -179,12 +195,18 @@ void scan_typed(const Tensor& t, int64_t dim) {
 
 void scan_kernel(const ReduceArgs& a) {
   const int64_t dim = a.mask[0];
+  if (ScanKind(a.kind) == ScanKind::LogCumSumExp) {
+    dispatch_floating(a.out.dtype(), "logcumsumexp", [&](auto tag) {
+      scan_typed<typename decltype(tag)::type, int(ScanKind::LogCumSumExp)>(a.out, dim);
+    });
+    return;
+  }
   dispatch_all(a.out.dtype(), "cumsum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (ScanKind(a.kind) == ScanKind::Cumprod)
-      scan_typed<T, true>(a.out, dim);
+      scan_typed<T, int(ScanKind::Cumprod)>(a.out, dim);
     else
-      scan_typed<T, false>(a.out, dim);
+      scan_typed<T, int(ScanKind::Cumsum)>(a.out, dim);
   });
 }
 

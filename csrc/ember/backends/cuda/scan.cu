@@ -2,7 +2,8 @@
 // contiguous `out`, kernels/stubs/reduce.h) and cummaxmin_stub (cummax / cummin with indices,
 // kernels/stubs/surface_scan.h), with the CPU kernels' semantics and accumulators
 // (backends/cpu/reduce_stats.cpp, surface_kernels.cpp):
-//  * cumsum / cumprod accumulate in double for float32/float64, in float for the 16-bit
+//  * cumsum / cumprod (and logcumsumexp, whose step is a log-add-exp) accumulate in double for
+//  float32/float64, in float for the 16-bit
 //    floats, in int64 with wrap-around (uint64 arithmetic) for integers and bool, and store
 //    every prefix rounded to the output type. The tensor is viewed as [O, L, I] (L: the
 //    scanned dim).
@@ -26,6 +27,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -160,16 +162,32 @@ using scan_acc_t =
                        std::conditional_t<std::is_same<opmath_t<T>, T>::value, double, float>,
                        int64_t>;
 
-template <typename A, bool Prod>
+/// K: ScanKind (cumsum, cumprod, logcumsumexp). logcumsumexp's step is the CPU's
+/// log_add_exp (backends/cpu/reduce_stats.cpp): associative, identity -inf.
+template <typename A, int K>
 __device__ __forceinline__ A scan_combine(A a, A b) {
-  if constexpr (std::is_integral<A>::value)
+  constexpr bool Prod = K == int(ScanKind::Cumprod);
+  if constexpr (std::is_integral<A>::value) {
     return Prod ? A(uint64_t(a) * uint64_t(b)) : A(uint64_t(a) + uint64_t(b));
-  else
+  } else if constexpr (K == int(ScanKind::LogCumSumExp)) {
+    if (isnan(a) || isnan(b)) return a + b;
+    const A m = a > b ? a : b;
+    if (isinf(m)) return m;
+    return m + log1p(exp(-fabs(a - b)));
+  } else {
     return Prod ? a * b : a + b;
+  }
+}
+template <typename A, int K>
+__host__ __device__ __forceinline__ A scan_identity() {
+  if constexpr (K == int(ScanKind::LogCumSumExp))
+    return -A(HUGE_VAL);  // -inf, without std::numeric_limits in device code
+  else
+    return A(K == int(ScanKind::Cumprod) ? 1 : 0);
 }
 
 // Row r of the [O, L, I] view is column (r / I, r % I); its element j is I apart.
-template <typename T, bool Prod>
+template <typename T, int K>
 struct ScanRowOp {
   using acc_t = scan_acc_t<T>;
   T* p;
@@ -180,32 +198,32 @@ struct ScanRowOp {
   // Combined with the identity first, as the CPU's serial loop starts from 0 (1): a sum
   // never gives -0.0 there (0.0 + -0.0 == 0.0), so neither may the parallel scan.
   __device__ __forceinline__ acc_t load(int64_t r, int64_t j) const {
-    return scan_combine<acc_t, Prod>(acc_t(Prod ? 1 : 0), acc_t(opmath_t<T>(p[at(r, j)])));
+    return scan_combine<acc_t, K>(scan_identity<acc_t, K>(), acc_t(opmath_t<T>(p[at(r, j)])));
   }
   __device__ __forceinline__ acc_t combine(acc_t a, acc_t b) const {
-    return scan_combine<acc_t, Prod>(a, b);
+    return scan_combine<acc_t, K>(a, b);
   }
   __device__ __forceinline__ void store(int64_t r, int64_t j, acc_t a) const {
     p[at(r, j)] = store_as<T>(a);
   }
 };
 
-template <typename T, bool Prod>
+template <typename T, int K>
 __global__ void __launch_bounds__(kThreads)
     scan_cols_kernel(T* __restrict__ p, int64_t O, int64_t L, int64_t I) {
   using A = scan_acc_t<T>;
   const int64_t total = O * I, step = int64_t(blockDim.x) * gridDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += step) {
     T* col = p + (t / I) * L * I + t % I;
-    A acc = A(Prod ? 1 : 0);
+    A acc = scan_identity<A, K>();
     for (int64_t l = 0; l < L; ++l) {
-      acc = scan_combine<A, Prod>(acc, A(opmath_t<T>(col[l * I])));
+      acc = scan_combine<A, K>(acc, A(opmath_t<T>(col[l * I])));
       col[l * I] = store_as<T>(acc);
     }
   }
 }
 
-template <typename T, bool Prod>
+template <typename T, int K>
 void scan_typed(const Tensor& t, int64_t dim) {
   int64_t O = 1, I = 1;
   const int64_t L = t.sizes()[dim];
@@ -217,22 +235,28 @@ void scan_typed(const Tensor& t, int64_t dim) {
   // Contiguous rows, or too few columns to keep the GPU busy with a thread each: a
   // (thread / warp / block) scan per row or column. Otherwise a thread per column.
   if (I == 1 || (total < kFewColumns && L > kThreadRowMax)) {
-    launch_row_scan(ScanRowOp<T, Prod>{p, L, I}, total, L);
+    launch_row_scan(ScanRowOp<T, K>{p, L, I}, total, L);
     return;
   }
-  scan_cols_kernel<T, Prod><<<grid_for(total), kThreads, 0, current_stream()>>>(p, O, L, I);
+  scan_cols_kernel<T, K><<<grid_for(total), kThreads, 0, current_stream()>>>(p, O, L, I);
   EMBER_CUDA_CHECK(cudaGetLastError());
 }
 
 void scan_kernel(const ReduceArgs& a) {
   EMBER_CHECK(a.out.is_contiguous(), "cumsum (CUDA): internal error: non-contiguous output");
   const int64_t dim = a.mask[0];
+  if (ScanKind(a.kind) == ScanKind::LogCumSumExp) {
+    dispatch_floating(a.out.dtype(), "logcumsumexp", [&](auto tag) {
+      scan_typed<typename decltype(tag)::type, int(ScanKind::LogCumSumExp)>(a.out, dim);
+    });
+    return;
+  }
   dispatch_all(a.out.dtype(), "cumsum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (ScanKind(a.kind) == ScanKind::Cumprod)
-      scan_typed<T, true>(a.out, dim);
+      scan_typed<T, int(ScanKind::Cumprod)>(a.out, dim);
     else
-      scan_typed<T, false>(a.out, dim);
+      scan_typed<T, int(ScanKind::Cumsum)>(a.out, dim);
   });
 }
 

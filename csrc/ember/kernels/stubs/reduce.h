@@ -29,7 +29,9 @@ enum class SumKind : int { Sum, Prod, Mean };
 enum class MinMaxKind : int { Amax, Amin, MaxIdx, MinIdx };
 enum class LogicalKind : int { All, Any, CountNonzero };
 enum class VarKind : int { Var, Std };
-enum class ScanKind : int { Cumsum, Cumprod };
+/// LogCumSumExp: out[i] = logaddexp(out[i - 1], in[i]), a running-max scan (each step
+/// shifts by the larger of its two operands), floating dtypes only.
+enum class ScanKind : int { Cumsum, Cumprod, LogCumSumExp };
 
 /// sum/prod/mean: `in` has `out`'s dtype, or is integral/bool with an int64 `out`.
 extern DispatchStub<ReduceKernel> sum_stub;

@@ -122,6 +122,32 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return _nn.embedding(weight, input, padding_idx, bool(scale_grad_by_freq))
 
 
+def _check_bag_offsets(offsets, n):
+    """PyTorch's checks of embedding_bag's offsets: they start at 0, never decrease and never
+    pass the input's length (a bag past the end, or one of negative length, was silently
+    empty or garbage)."""
+    if offsets.is_floating_point() or offsets.dtype == _bool_dtype():
+        raise RuntimeError(f"embedding_bag: offsets must be an integer tensor, got {offsets.dtype}")
+    if offsets.numel() == 0:
+        return
+    first, last = int(offsets[0]), int(offsets[-1])
+    if first != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
+                           f"to start from position 0. However, got {first}")
+    if last > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {last}")
+    if offsets.numel() > 1 and bool((offsets[1:] < offsets[:-1]).any()):
+        raise RuntimeError("embedding_bag: offsets has to be a non-decreasing sequence (each bag "
+                           f"starts where the previous one ends or later), got {offsets.tolist()[:16]}"
+                           + (" ..." if offsets.numel() > 16 else ""))
+
+
+def _bool_dtype():
+    import ember
+    return ember.bool
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
@@ -157,6 +183,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
+        _check_bag_offsets(offsets, input.shape[0])
         if include_last_offset:
             offsets = offsets[:-1]
     else:
@@ -165,9 +192,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     offsets = offsets.to(ember.int64)
     n = input.shape[0]
     nb = offsets.shape[0]
-    if nb > 0 and int(offsets[0]) != 0:
-        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has "
-                           f"to start from position 0. However, got {int(offsets[0])}")
     padding_idx = _padding_idx(padding_idx, weight.shape[0])
     if max_norm is not None:
         _nn.embedding_renorm_(weight, input, float(max_norm), float(norm_type))

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import math
 from enum import Enum, auto
 
 from ... import _C
 from ... import _ops as _E
 from ...autograd.grad_mode import no_grad
-from ..init import _householder_qr
 from ..modules.module import Module
 from . import parametrize
 from .spectral_norm import _is_conv_transpose, _normalize
@@ -33,26 +31,6 @@ def _eye_like_batch(x, n):
     return eye.expand(*x.shape[:-2], n, n) if x.dim() > 2 else eye
 
 
-def _matrix_exp(a):
-    """exp of a batch of square matrices by scaling and squaring of a degree-18 Taylor
-    polynomial (ember ops only, so autograd differentiates it); error ~1e-16 relative."""
-    linalg = importlib.import_module("ember.linalg")  # the Python module, not _C.linalg
-    native = getattr(linalg, "matrix_exp", None)
-    if native is not None:
-        return native(a)
-    n = a.shape[-1]
-    norm = _C.amax(_C.sum(a.abs(), -2)).item() if a.numel() else 0.0  # the 1-norm, max over the batch
-    s = max(0, int(math.ceil(math.log2(norm / 0.5)))) if norm > 0.5 else 0
-    x = a / float(2 ** s)
-    eye = _eye_like_batch(a, n)
-    e = eye
-    for k in range(18, 0, -1):  # Horner: I + x/1 (I + x/2 (I + ...))
-        e = eye + (x @ e) / float(k)
-    for _ in range(s):
-        e = e @ e
-    return e
-
-
 def _householder_product(a, tau):
     """H_1 ... H_k with H_i = I - tau_i v_i v_i^T, v_i = (0, ..., 0, 1, a[i+1:, i]):
     the first k columns of the product (torch.linalg.householder_product), from ember ops."""
@@ -67,36 +45,20 @@ def _householder_product(a, tau):
     return q[..., :, :k]
 
 
-def _batched(fn, x):
-    if x.dim() == 2:
-        return fn(x)
-    flat = x.reshape(-1, x.shape[-2], x.shape[-1])
-    outs = [fn(m) for m in flat.unbind(0)]
-    if isinstance(outs[0], tuple):
-        return tuple(_C.stack([o[j] for o in outs]).reshape(*x.shape[:-2], *outs[0][j].shape)
-                     for j in range(len(outs[0])))
-    return _C.stack(outs).reshape(*x.shape[:-2], *outs[0].shape)
+def _linalg():
+    return importlib.import_module("ember.linalg")  # the Python module, not _C.linalg
 
 
 def _make_orthogonal(a):
     """The Q of A = QR with diag(R) >= 0 (batched)."""
-    def one(m):
-        q, r = _householder_qr(m)
-        return q * r.diagonal().sign().unsqueeze(-2)
-    return _batched(one, a)
+    q, r = _linalg().qr(a)
+    return q * r.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
 
 
 def _geqrf_form(q_in):
     """(A, tau) as LAPACK's geqrf stores a QR: R on and above the diagonal, the
     reflectors (scaled to a leading 1) below it."""
-    def one(m):
-        _, r, refl = _householder_qr(m, return_reflectors=True)
-        d = refl.diagonal()
-        tau = 2.0 * d * d
-        scaled = refl / _E.where(d == 0, _C.ones_like(d), d).unsqueeze(-2)
-        r_full = _C.cat([r, r.new_zeros(m.shape[0] - r.shape[0], r.shape[1])])
-        return scaled.tril(-1) + r_full.triu(), tau
-    return _batched(one, q_in)
+    return _C._geqrf(q_in)
 
 
 def _is_orthogonal(q, eps=None):
@@ -111,9 +73,6 @@ class _Orthogonal(Module):
         super().__init__()
         self.shape = weight.shape
         self.orthogonal_map = orthogonal_map
-        if orthogonal_map == _OrthMaps.cayley:
-            raise NotImplementedError("orthogonal_map='cayley' needs linalg.solve, which ember does not have "
-                                      "yet; use 'matrix_exp' or 'householder'")
         if use_trivialization:
             self.register_buffer("base", None)
 
@@ -123,12 +82,16 @@ class _Orthogonal(Module):
         if transposed:
             X = X.mT
             n, k = k, n
-        if self.orthogonal_map == _OrthMaps.matrix_exp:
+        if self.orthogonal_map in (_OrthMaps.matrix_exp, _OrthMaps.cayley):
             X = X.tril()
             if n != k:
                 X = _C.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], -1)
-            A = X - X.mT
-            Q = _matrix_exp(A)
+            A = X - X.mT  # skew-symmetric
+            if self.orthogonal_map == _OrthMaps.matrix_exp:
+                Q = _linalg().matrix_exp(A)
+            else:  # the Cayley retraction (I + A/2)(I - A/2)^{-1}
+                eye = _C.eye(n, dtype=A.dtype, device=A.device)
+                Q = _linalg().solve(eye - 0.5 * A, eye + 0.5 * A)
             if n != k:
                 Q = Q[..., :k]
         else:
@@ -177,8 +140,8 @@ class _Orthogonal(Module):
 def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
     r"""Constrains ``module.<name>`` (a matrix or batch of matrices) to be orthogonal
     (semi-orthogonal when not square) through ``parametrize``. ``orthogonal_map``:
-    "matrix_exp" (default for square) or "householder" (default otherwise); "cayley"
-    needs linalg.solve, which ember lacks. With ``use_trivialization`` the
+    "matrix_exp" (default for square), "cayley" or "householder" (default otherwise). With
+    ``use_trivialization`` the
     parametrization is ``base @ map(X)`` and assigning to the weight resets ``base``."""
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):

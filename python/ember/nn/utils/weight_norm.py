@@ -48,8 +48,8 @@ class WeightNorm:
 
     @staticmethod
     def apply(module, name, dim):
-        warnings.warn("torch.nn.utils.weight_norm is deprecated in favor of "
-                      "torch.nn.utils.parametrizations.weight_norm.", FutureWarning, stacklevel=3)
+        warnings.warn("ember.nn.utils.weight_norm is deprecated in favor of "
+                      "ember.nn.utils.parametrizations.weight_norm.", FutureWarning, stacklevel=3)
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")

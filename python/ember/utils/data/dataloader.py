@@ -227,6 +227,24 @@ class _SingleProcessIter:
 # ---- worker processes ---------------------------------------------------------------------
 
 
+_TOO_MANY_FILES = (
+    "Too many open files: the DataLoader's worker processes pass each batch's tensors to the main "
+    "process as file descriptors, and this process ran out of them, so it can no longer receive "
+    "batches. Raise the limit (`ulimit -n` in the shell, or resource.setrlimit(RLIMIT_NOFILE) in "
+    "Python), keep fewer batches alive at once (a smaller prefetch_factor, or do not hold on to "
+    "old batches), or use num_workers=0.")
+
+
+def _out_of_fds(e):
+    """Whether receiving a batch failed for want of file descriptors: multiprocessing's fd
+    passing reports it as 'received 0 items of ancdata' (the kernel dropped the fds), or
+    EMFILE/ENFILE."""
+    import errno  # noqa: PLC0415
+
+    return ("ancdata" in str(e)
+            or (isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE)))
+
+
 class _MultiProcessIter:
     """Feeds index batches to worker processes and returns their results (in sampler order
     unless ``in_order=False``). Detects dead workers and timeouts; shuts the workers down
@@ -335,6 +353,11 @@ class _MultiProcessIter:
                 return self._data_queue.get(timeout=wait)
             except queue.Empty:
                 self._check_workers()
+            except (RuntimeError, OSError) as e:
+                if not _out_of_fds(e):
+                    raise
+                self._shutdown_workers()
+                raise RuntimeError(_TOO_MANY_FILES) from e
 
     def __next__(self):
         while True:

@@ -333,9 +333,19 @@ def _interp_matrix(n_in, n_out, mode, antialias):
 
 
 def _output_size(h, w, size, max_size):
+    oh, ow = _requested_size(h, w, size, max_size)
+    if oh <= 0 or ow <= 0 or h <= 0 or w <= 0:
+        raise ValueError(f"resize: input and output sizes must be positive, got an image of size "
+                         f"(h={h}, w={w}) and size={size!r} (output (h={oh}, w={ow}))")
+    return oh, ow
+
+
+def _requested_size(h, w, size, max_size):
     if isinstance(size, numbers.Number) or len(size) == 1:
         s = int(size if isinstance(size, numbers.Number) else size[0])
         short, long = (w, h) if w <= h else (h, w)
+        if short <= 0:
+            return (s, 0) if w <= h else (0, s)
         new_short, new_long = s, int(s * long / short)
         if max_size is not None:
             if max_size <= s:

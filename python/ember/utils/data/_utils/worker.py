@@ -1,9 +1,11 @@
 """DataLoader worker processes: the loop each worker runs and get_worker_info()."""
 import os
+import pickle
 import queue
 import random
 import sys
 import traceback
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
@@ -53,11 +55,19 @@ class ExceptionWrapper:
 
     def __init__(self, exc_info, where):
         self.exc_type = exc_info[0]
+        self.exc_name = exc_info[0].__name__
         self.exc_msg = "".join(traceback.format_exception(*exc_info))
         self.where = where
+        # An exception class the main process cannot unpickle (one defined inside a
+        # function) would make this wrapper unsendable: carry its name only, and re-raise
+        # it as a RuntimeError.
+        try:
+            pickle.loads(pickle.dumps(self.exc_type))
+        except Exception:
+            self.exc_type = None
 
     def reraise(self):
-        msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        msg = f"Caught {self.exc_name} {self.where}.\nOriginal {self.exc_msg}"
         if self.exc_type is KeyError:
             msg = _KeyErrorMessage(msg)
         try:
@@ -65,6 +75,40 @@ class ExceptionWrapper:
         except Exception:
             raise RuntimeError(msg) from None
         raise exc
+
+
+def _loads(data):
+    return ForkingPickler.loads(data)
+
+
+class _Pickled:
+    """Note [Unpicklable worker results]: a result already pickled in the worker (with ForkingPickler, so tensors still travel
+    as shared-memory file descriptors). multiprocessing's queue pickles what it is given in
+    a background thread and, when that fails, only prints the error and drops the item: the
+    main process then waited forever for it. Pickling first lets the worker send the error
+    instead (Note [Unpicklable worker results])."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = data
+
+    def __reduce__(self):
+        return (_loads, (self.data,))
+
+
+def _pickled_result(idx, data, worker_id):
+    """(idx, data) pickled for the data queue, or, when `data` cannot be pickled, an
+    ExceptionWrapper naming the problem with the worker's traceback."""
+    try:
+        return _Pickled(bytes(ForkingPickler.dumps((idx, data))))
+    except Exception:
+        err = ExceptionWrapper(
+            sys.exc_info(),
+            f"in DataLoader worker process {worker_id} while sending a result to the main process "
+            f"(the {type(data).__name__} the dataset/collate_fn returned cannot be pickled; return "
+            "tensors, numbers, strings and containers of them)")
+        return _Pickled(bytes(ForkingPickler.dumps((idx, err))))
 
 
 class _KeyErrorMessage(str):
@@ -144,7 +188,7 @@ def worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto
                     iteration_end = True
                 except Exception:
                     data = ExceptionWrapper(sys.exc_info(), f"in DataLoader worker process {worker_id}")
-            data_queue.put((idx, data))
+            data_queue.put(_pickled_result(idx, data, worker_id))
             del data
     except KeyboardInterrupt:
         pass
