@@ -16,7 +16,7 @@ int main(int argc, const char* argv[]) {
   ember::jit::Module m = ember::jit::load(argv[1]);
   m.eval();
   ember::NoGradGuard no_grad;
-  ember::Tensor x = ember::randn({std::stoll(argv[2]), std::stoll(argv[3])});
+  ember::Tensor x = ember::randn({int64_t(std::stoll(argv[2])), int64_t(std::stoll(argv[3]))});
   using clock = std::chrono::steady_clock;
   for (int i = 0; i < 50; ++i) m.forward({x});
   std::vector<double> times;

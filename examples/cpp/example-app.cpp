@@ -1,8 +1,9 @@
 // The practitioner's notes' example app (seed 004), with ember for torch: load a module that
 // Python traced and saved (ember.jit.save / ScriptModule.save) and run it without Python.
 //
-//   cmake -DCMAKE_PREFIX_PATH="$(python -c 'import ember.utils; print(ember.utils.cmake_prefix_path)')" ..
-//   cmake --build . && ./example-app traced_resnet_model.pt
+//   cmake -DCMAKE_PREFIX_PATH="$(python -c 'import ember.utils;
+//   print(ember.utils.cmake_prefix_path)')" .. cmake --build . && ./example-app
+//   traced_resnet_model.pt
 #include <ember/script.h>  // One-stop header.
 
 #include <iostream>

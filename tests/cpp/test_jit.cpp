@@ -147,7 +147,8 @@ TEST(Jit, CorruptArchiveIsRefused) {
     f.write("\x10\0\0\0\0\0\0\0{}", 10);
   }
   EXPECT_TRUE(raises([&] { ember::jit::load(path); }, ErrorKind::Runtime, "header"));
-  EXPECT_TRUE(raises([&] { ember::jit::load(path + ".missing"); }, ErrorKind::Runtime, "cannot open"));
+  EXPECT_TRUE(
+      raises([&] { ember::jit::load(path + ".missing"); }, ErrorKind::Runtime, "cannot open"));
   std::remove(path.c_str());
 }
 

@@ -13,7 +13,9 @@ namespace {
 Shape shape_of(IntList sizes) { return Shape(sizes.begin(), sizes.end()); }
 }  // namespace
 
-Tensor ones(IntList sizes, DType dtype, Device device) { return ones(shape_of(sizes), dtype, device); }
+Tensor ones(IntList sizes, DType dtype, Device device) {
+  return ones(shape_of(sizes), dtype, device);
+}
 Tensor zeros(IntList sizes, DType dtype, Device device) {
   return zeros(shape_of(sizes), dtype, device);
 }
@@ -23,7 +25,9 @@ Tensor empty(IntList sizes, DType dtype, Device device) {
 Tensor full(IntList sizes, Scalar value, DType dtype, Device device) {
   return full(shape_of(sizes), value, dtype, device);
 }
-Tensor rand(IntList sizes, DType dtype, Device device) { return rand(shape_of(sizes), dtype, device); }
+Tensor rand(IntList sizes, DType dtype, Device device) {
+  return rand(shape_of(sizes), dtype, device);
+}
 Tensor randn(IntList sizes, DType dtype, Device device) {
   return randn(shape_of(sizes), dtype, device);
 }

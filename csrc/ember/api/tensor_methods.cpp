@@ -13,7 +13,9 @@ namespace ember {
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
   return ::ember::slice(*this, dim, start, end, step);
 }
-Tensor Tensor::select(int64_t dim, int64_t index) const { return ::ember::select(*this, dim, index); }
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  return ::ember::select(*this, dim, index);
+}
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   return ::ember::narrow(*this, dim, start, length);
 }

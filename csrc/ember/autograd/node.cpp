@@ -1,5 +1,5 @@
-#include "ember/jit/trace_hook.h"
 #include "ember/autograd/node.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 

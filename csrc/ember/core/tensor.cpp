@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "ember/core/inference_mode.h"
-#include "ember/core/trace_state.h"
 #include "ember/core/tls.h"
+#include "ember/core/trace_state.h"
 
 namespace ember {
 

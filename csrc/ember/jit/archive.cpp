@@ -28,25 +28,36 @@ constexpr int64_t kMaxNdim = 64;
 
 const char* dtype_code(DType t) {
   switch (t) {
-    case DType::Bool: return "BOOL";
-    case DType::UInt8: return "U8";
-    case DType::Int8: return "I8";
-    case DType::Int16: return "I16";
-    case DType::Int32: return "I32";
-    case DType::Int64: return "I64";
-    case DType::Float16: return "F16";
-    case DType::BFloat16: return "BF16";
-    case DType::Float32: return "F32";
-    case DType::Float64: return "F64";
-    default: break;
+    case DType::Bool:
+      return "BOOL";
+    case DType::UInt8:
+      return "U8";
+    case DType::Int8:
+      return "I8";
+    case DType::Int16:
+      return "I16";
+    case DType::Int32:
+      return "I32";
+    case DType::Int64:
+      return "I64";
+    case DType::Float16:
+      return "F16";
+    case DType::BFloat16:
+      return "BF16";
+    case DType::Float32:
+      return "F32";
+    case DType::Float64:
+      return "F64";
+    default:
+      break;
   }
   EMBER_ERROR("ember.jit.save: unsupported dtype ", dtype_name(t));
 }
 
 std::optional<DType> dtype_from_code(const std::string& c) {
   static const std::pair<const char*, DType> table[] = {
-      {"BOOL", DType::Bool},   {"U8", DType::UInt8},     {"I8", DType::Int8},
-      {"I16", DType::Int16},   {"I32", DType::Int32},    {"I64", DType::Int64},
+      {"BOOL", DType::Bool},   {"U8", DType::UInt8},      {"I8", DType::Int8},
+      {"I16", DType::Int16},   {"I32", DType::Int32},     {"I64", DType::Int64},
       {"F16", DType::Float16}, {"BF16", DType::BFloat16}, {"F32", DType::Float32},
       {"F64", DType::Float64}};
   for (auto& [k, v] : table)
@@ -112,7 +123,9 @@ struct Writer {
   Json ivalue(const IValue& v) {
     Json j = Json::object();
     switch (v.tag()) {
-      case IValue::Tag::None: j.set("t", Json::string("none")); break;
+      case IValue::Tag::None:
+        j.set("t", Json::string("none"));
+        break;
       case IValue::Tag::Tensor:
         if (!v.toTensor().defined()) {
           j.set("t", Json::string("none"));
@@ -253,7 +266,9 @@ struct Writer {
           Json a = Json::object();
           a.set("name", Json::string(c.attr_names[k]));
           a.set("type", Json::string(c.attr_types[k]->annotation()));
-          a.set("kind", Json::string(c.is_module[k] ? "module" : c.is_parameter[k] ? "parameter" : "attribute"));
+          a.set("kind", Json::string(c.is_module[k]      ? "module"
+                                     : c.is_parameter[k] ? "parameter"
+                                                         : "attribute"));
           attrs.push(std::move(a));
         }
         jc.set("attributes", std::move(attrs));
@@ -353,7 +368,8 @@ struct Header {
 Header read_header(const std::string& bytes, const std::string& name) {
   if (bytes.size() < 8) bad(name, "the file is shorter than its 8-byte header length");
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(bytes[size_t(i)])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    n |= uint64_t(static_cast<unsigned char>(bytes[size_t(i)])) << (8 * i);
   if (n > kMaxHeader || n > bytes.size() - 8)
     bad(name, "its header claims " + std::to_string(n) + " bytes, more than the file holds");
   Header h;
@@ -446,7 +462,8 @@ struct Reader {
     if (it != loaded.end()) return it->second;
     const TensorEntry& te = e->second;
     Tensor t = empty(te.shape, te.dtype, Device());
-    if (te.end > te.begin) std::memcpy(t.data_ptr(), bytes.data() + data_begin + te.begin, te.end - te.begin);
+    if (te.end > te.begin)
+      std::memcpy(t.data_ptr(), bytes.data() + data_begin + te.begin, te.end - te.begin);
     if (device && !device->is_cpu()) t = to_device(t, *device);
     loaded[tname] = t;
     return t;
@@ -482,7 +499,8 @@ struct Reader {
     if (t == "tensor") {
       Tensor x = tensor(j.at("name", "tensor").as_string("tensor name"));
       if (!build) return IValue(Tensor());
-      if (const Json* w = j.find("wrapped"); w && w->as_bool("wrapped")) x.impl()->wrapped_number = true;
+      if (const Json* w = j.find("wrapped"); w && w->as_bool("wrapped"))
+        x.impl()->wrapped_number = true;
       if (const Json* rg = j.find("requires_grad"); rg && rg->as_bool("requires_grad"))
         autograd::set_requires_grad(x, true);
       return IValue(x);
@@ -526,8 +544,7 @@ struct Reader {
       }
       for (const Json& id : jn.at("inputs", "node").items("node inputs")) {
         auto it = values.find(id.as_int("input id"));
-        if (it == values.end())
-          bad(name, "node " + kind + " uses a value before it is defined");
+        if (it == values.end()) bad(name, "node " + kind + " uses a value before it is defined");
         n->add_input(it->second);
       }
       if (const Json* attrs = jn.find("attrs"))
@@ -540,7 +557,8 @@ struct Reader {
           block(sb, nb, inner);
         }
       }
-      for (const Json& out : jn.at("outputs", "node").items("node outputs")) declare(out, n->add_output(nullptr));
+      for (const Json& out : jn.at("outputs", "node").items("node outputs"))
+        declare(out, n->add_output(nullptr));
       if (n->op && n->outputs().size() != n->op->num_outputs())
         bad(name, "node " + kind + " has " + std::to_string(n->outputs().size()) +
                       " outputs but the op returns " + std::to_string(n->op->num_outputs()));
@@ -617,7 +635,8 @@ struct Reader {
       auto o = std::make_shared<Object>();
       o->type = classes[size_t(ci)];
       o->training = jo.at("training", "object").as_bool("training");
-      if (const Json* on = jo.find("original_name")) o->original_name = on->as_string("original_name");
+      if (const Json* on = jo.find("original_name"))
+        o->original_name = on->as_string("original_name");
       objects.push_back(o);
     }
     for (size_t i = 0; i < jobjs.size(); ++i) {
@@ -660,13 +679,15 @@ void save_function(const Function& fn, const std::string& path,
   write_file(path, write_archive(w, p, extra_files));
 }
 
-Archive deserialize(const std::string& bytes, std::optional<Device> device, const std::string& name) {
+Archive deserialize(const std::string& bytes, std::optional<Device> device,
+                    const std::string& name) {
   trace_state::Pause pause;
   autograd::GradModeGuard no_grad(false);
   Header h = read_header(bytes, name);
   auto fmt = h.meta.find("format");
   if (fmt == h.meta.end() || fmt->second != kFormat) {
-    std::string what = fmt == h.meta.end() ? "a plain safetensors file" : "an '" + fmt->second + "' file";
+    std::string what =
+        fmt == h.meta.end() ? "a plain safetensors file" : "an '" + fmt->second + "' file";
     raise(ErrorKind::Runtime, "ember.jit.load: ", name, " is ", what,
           ", not an ember.jit archive (one saved by ember.jit.save or ScriptModule.save). "
           "A checkpoint saved with ember.save loads with ember.load.");
@@ -680,8 +701,9 @@ Archive deserialize(const std::string& bytes, std::optional<Device> device, cons
     bad(name, "its format_version is not a number");
   }
   EMBER_CHECK(version >= 1 && version <= kArchiveFormatVersion, "ember.jit.load: ", name,
-              " has archive format version ", version, "; this build of ember reads versions up to ",
-              kArchiveFormatVersion, ". Upgrade ember to load it.");
+              " has archive format version ", version,
+              "; this build of ember reads versions up to ", kArchiveFormatVersion,
+              ". Upgrade ember to load it.");
   size_t data_size = bytes.size() - h.data_begin;
   auto entries = check_tensors(h, data_size, name);
   auto prog = h.meta.find("program");

@@ -44,7 +44,8 @@ Archive load_archive(const std::string& path, std::optional<Device> device = std
 /// The archive as bytes / from bytes (what save and load write and read).
 std::string serialize_module(const std::shared_ptr<Object>& module,
                              const std::map<std::string, std::string>& extra_files = {});
-Archive deserialize(const std::string& bytes, std::optional<Device> device, const std::string& name);
+Archive deserialize(const std::string& bytes, std::optional<Device> device,
+                    const std::string& name);
 /// The "format" of an ember/safetensors file's metadata ("ember.jit", "ember", "" when
 /// none); raises when the file is not in that layout at all.
 std::string file_format(const std::string& path);

@@ -122,11 +122,17 @@ struct Compiler {
       for (Value* v : n->inputs()) ins.in.push_back(reg_of(v));
       for (Value* v : n->outputs()) ins.out.push_back(reg_of(v));
       switch (ins.kind) {
-        case IKind::Constant: ins.constant = n->attr("value"); break;
+        case IKind::Constant:
+          ins.constant = n->attr("value");
+          break;
         case IKind::GetAttr:
         case IKind::SetAttr:
-        case IKind::CallMethod: ins.name = n->attr("name").toStringRef(); break;
-        case IKind::TupleIndex: ins.slot = int(n->attr("index").toInt()); break;
+        case IKind::CallMethod:
+          ins.name = n->attr("name").toStringRef();
+          break;
+        case IKind::TupleIndex:
+          ins.slot = int(n->attr("index").toInt());
+          break;
         case IKind::Raise:
         case IKind::GuardBool:
         case IKind::GuardTensorBool:
@@ -135,7 +141,8 @@ struct Compiler {
         case IKind::GuardConstant:
           if (n->has_attr("value")) ins.constant = n->attr("value");
           break;
-        default: break;
+        default:
+          break;
       }
       for (Block* sub : n->blocks()) {
         ins.blocks.emplace_back();
@@ -200,8 +207,8 @@ inline const IValue& peek(const std::vector<IValue>& regs, int r) {
   const Node* n = ins.node;
   std::string what = n->has_attr("what") ? n->attr("what").toStringRef() : n->kind;
   raise(ErrorKind::Runtime, "ember.jit: guard failed",
-        n->source.empty() ? std::string() : " at " + n->source, ": when traced, ", what,
-        " gave ", ins.constant.repr(), ", but this call gives ", got,
+        n->source.empty() ? std::string() : " at " + n->source, ": when traced, ", what, " gave ",
+        ins.constant.repr(), ", but this call gives ", got,
         ". The trace recorded only the path that value led to; trace again with inputs that "
         "take this path, or script the function (ember.jit.script) to keep every branch.");
 }
@@ -239,7 +246,9 @@ void exec_instr(const Instr& ins, std::vector<IValue>& regs, Stack& stack) {
       }
       return;
     }
-    case IKind::Constant: regs[size_t(ins.out[0])] = ins.constant; return;
+    case IKind::Constant:
+      regs[size_t(ins.out[0])] = ins.constant;
+      return;
     case IKind::GetAttr: {
       const auto& obj = peek(regs, ins.in[0]).toObject();
       if (ins.slot < 0 || ins.slot >= int(obj->slots.size()) ||
@@ -331,7 +340,7 @@ void exec_instr(const Instr& ins, std::vector<IValue>& regs, Stack& stack) {
     case IKind::Raise: {
       std::string msg = ins.in.empty() ? "Exception" : peek(regs, ins.in[0]).toStringRef();
       std::string cls = ins.node->has_attr("exception") ? ins.node->attr("exception").toStringRef()
-                                                         : "RuntimeError";
+                                                        : "RuntimeError";
       ErrorKind k = cls == "ValueError"   ? ErrorKind::Value
                     : cls == "TypeError"  ? ErrorKind::Type
                     : cls == "IndexError" ? ErrorKind::Index
@@ -348,8 +357,12 @@ void exec_instr(const Instr& ins, std::vector<IValue>& regs, Stack& stack) {
       std::cout << s << std::endl;
       return;
     }
-    case IKind::Identity: regs[size_t(ins.out[0])] = take(regs, ins.in[0]); return;
-    case IKind::Uninitialized: regs[size_t(ins.out[0])] = IValue(); return;
+    case IKind::Identity:
+      regs[size_t(ins.out[0])] = take(regs, ins.in[0]);
+      return;
+    case IKind::Uninitialized:
+      regs[size_t(ins.out[0])] = IValue();
+      return;
     case IKind::GuardBool: {
       bool v = peek(regs, ins.in[0]).toBool();
       if (v != ins.constant.toBool()) guard_failed(ins, v ? "True" : "False");
@@ -400,8 +413,8 @@ std::shared_ptr<Code> compile(std::shared_ptr<Graph> g) {
 
 std::vector<IValue> run(const Code& code, std::vector<IValue> inputs) {
   const CodeBlock& top = code.top;
-  EMBER_CHECK(inputs.size() == top.params.size(), "ember.jit: the graph takes ",
-              top.params.size(), " inputs, got ", inputs.size());
+  EMBER_CHECK(inputs.size() == top.params.size(), "ember.jit: the graph takes ", top.params.size(),
+              " inputs, got ", inputs.size());
   std::vector<IValue> regs(size_t(code.num_regs));
   for (size_t i = 0; i < inputs.size(); ++i) regs[size_t(top.params[i])] = std::move(inputs[i]);
   Stack stack;

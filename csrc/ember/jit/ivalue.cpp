@@ -13,8 +13,8 @@ namespace ember::jit {
 TypePtr Type::get(Kind k) {
   static const TypePtr table[] = {
 #define EMBER_T(k) std::make_shared<const Type>(Type{Kind::k, {}, {}, {}, {}})
-      EMBER_T(Any),  EMBER_T(Tensor), EMBER_T(Int),    EMBER_T(Float), EMBER_T(Bool),
-      EMBER_T(Number), EMBER_T(Str),  EMBER_T(None),   EMBER_T(Device), EMBER_T(DType),
+      EMBER_T(Any),    EMBER_T(Tensor), EMBER_T(Int),  EMBER_T(Float),  EMBER_T(Bool),
+      EMBER_T(Number), EMBER_T(Str),    EMBER_T(None), EMBER_T(Device), EMBER_T(DType),
 #undef EMBER_T
   };
   EMBER_CHECK(int(k) < int(sizeof(table) / sizeof(table[0])), "jit: Type::get of a compound kind");
@@ -41,23 +41,35 @@ TypePtr Type::tensor_of(DType dt, std::vector<int64_t> sizes) {
 
 std::string Type::annotation() const {
   switch (kind) {
-    case Kind::Any: return "Any";
-    case Kind::Tensor: return "Tensor";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::Bool: return "bool";
-    case Kind::Number: return "Scalar";
-    case Kind::Str: return "str";
-    case Kind::None: return "NoneType";
-    case Kind::Device: return "Device";
-    case Kind::DType: return "ScalarType";
-    case Kind::List: return elements[0]->annotation() + "[]";
-    case Kind::Optional: return elements[0]->annotation() + "?";
-    case Kind::Object: return name;
+    case Kind::Any:
+      return "Any";
+    case Kind::Tensor:
+      return "Tensor";
+    case Kind::Int:
+      return "int";
+    case Kind::Float:
+      return "float";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Number:
+      return "Scalar";
+    case Kind::Str:
+      return "str";
+    case Kind::None:
+      return "NoneType";
+    case Kind::Device:
+      return "Device";
+    case Kind::DType:
+      return "ScalarType";
+    case Kind::List:
+      return elements[0]->annotation() + "[]";
+    case Kind::Optional:
+      return elements[0]->annotation() + "?";
+    case Kind::Object:
+      return name;
     case Kind::Tuple: {
       std::string s = "(";
-      for (size_t i = 0; i < elements.size(); ++i)
-        s += (i ? ", " : "") + elements[i]->annotation();
+      for (size_t i = 0; i < elements.size(); ++i) s += (i ? ", " : "") + elements[i]->annotation();
       return s + ")";
     }
   }
@@ -95,8 +107,8 @@ bool Type::subtype_of(const Type& o) const {
   if (o.kind == Kind::Optional)
     return kind == Kind::None || subtype_of(*o.elements[0]) ||
            (kind == Kind::Optional && elements[0]->subtype_of(*o.elements[0]));
-  if (o.kind == Kind::Number) return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool ||
-                                     kind == Kind::Number;
+  if (o.kind == Kind::Number)
+    return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool || kind == Kind::Number;
   if (o.kind == Kind::Float && kind == Kind::Int) return false;
   if (kind != o.kind) return false;
   if (kind == Kind::List) return elements[0]->kind == Kind::Any || *elements[0] == *o.elements[0];
@@ -112,7 +124,8 @@ bool Type::subtype_of(const Type& o) const {
 
 // ---- IValue --------------------------------------------------------------------------
 
-IValue::IValue(std::string s) : tag_(Tag::String), heap_(std::make_shared<std::string>(std::move(s))) {}
+IValue::IValue(std::string s)
+    : tag_(Tag::String), heap_(std::make_shared<std::string>(std::move(s))) {}
 IValue::IValue(const Scalar& s) {
   if (s.is_bool()) {
     tag_ = Tag::Bool;
@@ -156,17 +169,28 @@ IValue IValue::tuple(std::vector<IValue> items) {
 
 const char* IValue::tag_name() const {
   switch (tag_) {
-    case Tag::None: return "None";
-    case Tag::Tensor: return "Tensor";
-    case Tag::Double: return "float";
-    case Tag::Int: return "int";
-    case Tag::Bool: return "bool";
-    case Tag::String: return "str";
-    case Tag::List: return "List";
-    case Tag::Tuple: return "Tuple";
-    case Tag::Device: return "Device";
-    case Tag::DType: return "ScalarType";
-    case Tag::Object: return "Object";
+    case Tag::None:
+      return "None";
+    case Tag::Tensor:
+      return "Tensor";
+    case Tag::Double:
+      return "float";
+    case Tag::Int:
+      return "int";
+    case Tag::Bool:
+      return "bool";
+    case Tag::String:
+      return "str";
+    case Tag::List:
+      return "List";
+    case Tag::Tuple:
+      return "Tuple";
+    case Tag::Device:
+      return "Device";
+    case Tag::DType:
+      return "ScalarType";
+    case Tag::Object:
+      return "Object";
   }
   return "?";
 }
@@ -265,11 +289,16 @@ std::string float_repr(double d) {
 
 std::string IValue::repr() const {
   switch (tag_) {
-    case Tag::None: return "None";
-    case Tag::Tensor: return tensor_.defined() ? tensor_.str() : "None";
-    case Tag::Double: return float_repr(p_.d);
-    case Tag::Int: return std::to_string(p_.i);
-    case Tag::Bool: return p_.b ? "True" : "False";
+    case Tag::None:
+      return "None";
+    case Tag::Tensor:
+      return tensor_.defined() ? tensor_.str() : "None";
+    case Tag::Double:
+      return float_repr(p_.d);
+    case Tag::Int:
+      return std::to_string(p_.i);
+    case Tag::Bool:
+      return p_.b ? "True" : "False";
     case Tag::String: {
       std::string s = "\"";
       for (char c : toStringRef()) {
@@ -282,8 +311,10 @@ std::string IValue::repr() const {
       }
       return s + "\"";
     }
-    case Tag::Device: return p_.dev.str();
-    case Tag::DType: return std::string("ember.") + dtype_name(p_.dt);
+    case Tag::Device:
+      return p_.dev.str();
+    case Tag::DType:
+      return std::string("ember.") + dtype_name(p_.dt);
     case Tag::List:
     case Tag::Tuple: {
       const auto& items = tag_ == Tag::List ? toListRef() : toTupleRef();
@@ -292,7 +323,8 @@ std::string IValue::repr() const {
       if (tag_ == Tag::Tuple && items.size() == 1) s += ",";
       return s + (tag_ == Tag::List ? "]" : ")");
     }
-    case Tag::Object: return "<" + toObject()->type->name + " object>";
+    case Tag::Object:
+      return "<" + toObject()->type->name + " object>";
   }
   return "?";
 }
@@ -300,14 +332,22 @@ std::string IValue::repr() const {
 bool IValue::same_constant(const IValue& o) const {
   if (tag_ != o.tag_) return false;
   switch (tag_) {
-    case Tag::None: return true;
-    case Tag::Tensor: return tensor_.is_same(o.tensor_);
-    case Tag::Double: return std::memcmp(&p_.d, &o.p_.d, sizeof(double)) == 0;
-    case Tag::Int: return p_.i == o.p_.i;
-    case Tag::Bool: return p_.b == o.p_.b;
-    case Tag::String: return toStringRef() == o.toStringRef();
-    case Tag::Device: return p_.dev == o.p_.dev;
-    case Tag::DType: return p_.dt == o.p_.dt;
+    case Tag::None:
+      return true;
+    case Tag::Tensor:
+      return tensor_.is_same(o.tensor_);
+    case Tag::Double:
+      return std::memcmp(&p_.d, &o.p_.d, sizeof(double)) == 0;
+    case Tag::Int:
+      return p_.i == o.p_.i;
+    case Tag::Bool:
+      return p_.b == o.p_.b;
+    case Tag::String:
+      return toStringRef() == o.toStringRef();
+    case Tag::Device:
+      return p_.dev == o.p_.dev;
+    case Tag::DType:
+      return p_.dt == o.p_.dt;
     case Tag::List:
     case Tag::Tuple: {
       if (heap_ == o.heap_) return true;
@@ -319,7 +359,8 @@ bool IValue::same_constant(const IValue& o) const {
         if (!a[i].same_constant(b[i])) return false;
       return true;
     }
-    case Tag::Object: return heap_ == o.heap_;
+    case Tag::Object:
+      return heap_ == o.heap_;
   }
   return false;
 }
@@ -327,21 +368,31 @@ bool IValue::same_constant(const IValue& o) const {
 TypePtr type_of(const IValue& v) {
   using K = Type::Kind;
   switch (v.tag()) {
-    case IValue::Tag::None: return Type::get(K::None);
-    case IValue::Tag::Tensor: return Type::tensor();
-    case IValue::Tag::Double: return Type::get(K::Float);
-    case IValue::Tag::Int: return Type::get(K::Int);
-    case IValue::Tag::Bool: return Type::get(K::Bool);
-    case IValue::Tag::String: return Type::get(K::Str);
-    case IValue::Tag::Device: return Type::get(K::Device);
-    case IValue::Tag::DType: return Type::get(K::DType);
-    case IValue::Tag::List: return Type::list(v.toList()->elem);
+    case IValue::Tag::None:
+      return Type::get(K::None);
+    case IValue::Tag::Tensor:
+      return Type::tensor();
+    case IValue::Tag::Double:
+      return Type::get(K::Float);
+    case IValue::Tag::Int:
+      return Type::get(K::Int);
+    case IValue::Tag::Bool:
+      return Type::get(K::Bool);
+    case IValue::Tag::String:
+      return Type::get(K::Str);
+    case IValue::Tag::Device:
+      return Type::get(K::Device);
+    case IValue::Tag::DType:
+      return Type::get(K::DType);
+    case IValue::Tag::List:
+      return Type::list(v.toList()->elem);
     case IValue::Tag::Tuple: {
       std::vector<TypePtr> el;
       for (const IValue& x : v.toTupleRef()) el.push_back(type_of(x));
       return Type::tuple(std::move(el));
     }
-    case IValue::Tag::Object: return Type::object(v.toObject()->type->name);
+    case IValue::Tag::Object:
+      return Type::object(v.toObject()->type->name);
   }
   return Type::get(K::Any);
 }

@@ -81,7 +81,19 @@ struct TupleImpl {
 
 class IValue {
  public:
-  enum class Tag : uint8_t { None, Tensor, Double, Int, Bool, String, List, Tuple, Device, DType, Object };
+  enum class Tag : uint8_t {
+    None,
+    Tensor,
+    Double,
+    Int,
+    Bool,
+    String,
+    List,
+    Tuple,
+    Device,
+    DType,
+    Object
+  };
 
   IValue() : tag_(Tag::None) {}
   IValue(Tensor t) : tag_(Tag::Tensor), tensor_(std::move(t)) {}
@@ -97,9 +109,9 @@ class IValue {
   IValue(std::shared_ptr<ListImpl> l) : tag_(Tag::List), heap_(std::move(l)) {}
   IValue(std::shared_ptr<TupleImpl> t) : tag_(Tag::Tuple), heap_(std::move(t)) {}
   IValue(std::shared_ptr<Object> o);
-  IValue(const Shape& s);                  // an int list
-  IValue(const std::vector<int64_t>& v);   // an int list
-  IValue(const std::vector<Tensor>& v);    // a Tensor list
+  IValue(const Shape& s);                 // an int list
+  IValue(const std::vector<int64_t>& v);  // an int list
+  IValue(const std::vector<Tensor>& v);   // a Tensor list
   static IValue list(TypePtr elem, std::vector<IValue> items);
   static IValue tuple(std::vector<IValue> items);
 

@@ -108,11 +108,21 @@ void dump_string(const std::string& s, std::string& out) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -128,9 +138,15 @@ void dump_string(const std::string& s, std::string& out) {
 
 void dump_to(const Json& j, std::string& out) {
   switch (j.kind()) {
-    case Json::Kind::Null: out += "null"; return;
-    case Json::Kind::Bool: out += j.as_bool("") ? "true" : "false"; return;
-    case Json::Kind::Int: out += std::to_string(j.as_int("")); return;
+    case Json::Kind::Null:
+      out += "null";
+      return;
+    case Json::Kind::Bool:
+      out += j.as_bool("") ? "true" : "false";
+      return;
+    case Json::Kind::Int:
+      out += std::to_string(j.as_int(""));
+      return;
     case Json::Kind::Double: {
       double d = j.as_double("");
       EMBER_CHECK(std::isfinite(d), "json: a non-finite number cannot be written");
@@ -141,7 +157,9 @@ void dump_to(const Json& j, std::string& out) {
       out += s;
       return;
     }
-    case Json::Kind::String: dump_string(j.as_string(""), out); return;
+    case Json::Kind::String:
+      dump_string(j.as_string(""), out);
+      return;
     case Json::Kind::Array: {
       out += '[';
       bool first = true;
@@ -211,10 +229,14 @@ struct Parser {
     for (int k = 0; k < 4; ++k) {
       char c = s[i++];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= uint32_t(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= uint32_t(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= uint32_t(c - 'A' + 10);
-      else fail("bad \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= uint32_t(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= uint32_t(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= uint32_t(c - 'A' + 10);
+      else
+        fail("bad \\u escape");
     }
     return v;
   }
@@ -234,14 +256,30 @@ struct Parser {
       if (i >= s.size()) fail("unterminated escape");
       char e = s[i++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           uint32_t cp = hex4();
           if (cp >= 0xD800 && cp < 0xDC00) {
@@ -253,7 +291,8 @@ struct Parser {
           put_utf8(cp, out);
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
   }

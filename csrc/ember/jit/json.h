@@ -42,7 +42,7 @@ class Json {
   const Json& at(const std::string& key, const char* what) const;
   const Json* find(const std::string& key) const;
 
-  Json& push(Json v);                        // arrays
+  Json& push(Json v);                         // arrays
   Json& set(const std::string& key, Json v);  // objects (appends; keys unique by use)
 
   std::string dump() const;

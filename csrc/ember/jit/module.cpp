@@ -64,7 +64,8 @@ void Module::train(bool on) {
   each_object(obj_, [&](Object& o) {
     if (o.training != on) {
       o.training = on;
-      for (auto& [k, f] : o.type->methods) f->set_graph(f->graph);  // recompile: training may be read
+      for (auto& [k, f] : o.type->methods)
+        f->set_graph(f->graph);  // recompile: training may be read
     }
   });
 }

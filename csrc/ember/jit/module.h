@@ -21,7 +21,9 @@ class Module {
 
   bool defined() const { return bool(obj_); }
   /// Runs forward on `inputs` (PyTorch's `module.forward(std::vector<IValue>)`).
-  IValue forward(std::vector<IValue> inputs) const { return run_method("forward", std::move(inputs)); }
+  IValue forward(std::vector<IValue> inputs) const {
+    return run_method("forward", std::move(inputs));
+  }
   IValue operator()(std::vector<IValue> inputs) const { return forward(std::move(inputs)); }
   IValue run_method(const std::string& name, std::vector<IValue> inputs) const;
   bool has_method(const std::string& name) const;

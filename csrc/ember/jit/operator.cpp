@@ -38,7 +38,8 @@ struct Lexer {
     ws();
     size_t n = std::char_traits<char>::length(w);
     if (s.compare(i, n, w) == 0 &&
-        (i + n >= s.size() || !(std::isalnum(static_cast<unsigned char>(s[i + n])) || s[i + n] == '_'))) {
+        (i + n >= s.size() ||
+         !(std::isalnum(static_cast<unsigned char>(s[i + n])) || s[i + n] == '_'))) {
       i += n;
       return true;
     }
@@ -65,7 +66,8 @@ TypePtr parse_type_at(Lexer& L, int* list_size) {
         el.push_back(parse_type_at(L, nullptr));
         // named tuple fields: "(Tensor values, Tensor indices)"
         L.ws();
-        if (L.i < L.s.size() && (std::isalpha(static_cast<unsigned char>(L.s[L.i])) || L.s[L.i] == '_'))
+        if (L.i < L.s.size() &&
+            (std::isalpha(static_cast<unsigned char>(L.s[L.i])) || L.s[L.i] == '_'))
           L.ident();
       } while (L.eat(','));
     }
@@ -73,18 +75,30 @@ TypePtr parse_type_at(Lexer& L, int* list_size) {
     t = Type::tuple(std::move(el));
   } else {
     std::string name = L.ident();
-    if (name == "Tensor") t = Type::tensor();
-    else if (name == "int" || name == "SymInt") t = Type::get(K::Int);
-    else if (name == "float") t = Type::get(K::Float);
-    else if (name == "bool") t = Type::get(K::Bool);
-    else if (name == "str") t = Type::get(K::Str);
-    else if (name == "Scalar") t = Type::get(K::Number);
-    else if (name == "ScalarType") t = Type::get(K::DType);
-    else if (name == "Device") t = Type::get(K::Device);
-    else if (name == "Any" || name == "t" || name == "Generator") t = Type::get(K::Any);
-    else if (name == "NoneType") t = Type::get(K::None);
-    else if (name.find('.') != std::string::npos || name.rfind("__", 0) == 0) t = Type::object(name);
-    else L.fail("unknown type '" + name + "'");
+    if (name == "Tensor")
+      t = Type::tensor();
+    else if (name == "int" || name == "SymInt")
+      t = Type::get(K::Int);
+    else if (name == "float")
+      t = Type::get(K::Float);
+    else if (name == "bool")
+      t = Type::get(K::Bool);
+    else if (name == "str")
+      t = Type::get(K::Str);
+    else if (name == "Scalar")
+      t = Type::get(K::Number);
+    else if (name == "ScalarType")
+      t = Type::get(K::DType);
+    else if (name == "Device")
+      t = Type::get(K::Device);
+    else if (name == "Any" || name == "t" || name == "Generator")
+      t = Type::get(K::Any);
+    else if (name == "NoneType")
+      t = Type::get(K::None);
+    else if (name.find('.') != std::string::npos || name.rfind("__", 0) == 0)
+      t = Type::object(name);
+    else
+      L.fail("unknown type '" + name + "'");
     // alias annotation: Tensor(a), Tensor(a!)
     if (L.peek('(') && name == "Tensor") {
       while (L.i < L.s.size() && L.s[L.i] != ')') ++L.i;
@@ -136,15 +150,17 @@ IValue parse_default(Lexer& L, const TypePtr& type, int list_size) {
   }
   // a number (or an identifier such as contiguous_format, kept as a string)
   size_t b = L.i;
-  while (L.i < L.s.size() && (std::isalnum(static_cast<unsigned char>(L.s[L.i])) || L.s[L.i] == '.' ||
-                              L.s[L.i] == '-' || L.s[L.i] == '+' || L.s[L.i] == '_'))
+  while (L.i < L.s.size() &&
+         (std::isalnum(static_cast<unsigned char>(L.s[L.i])) || L.s[L.i] == '.' ||
+          L.s[L.i] == '-' || L.s[L.i] == '+' || L.s[L.i] == '_'))
     ++L.i;
   std::string tok = L.s.substr(b, L.i - b);
   if (tok.empty()) L.fail("expected a default value");
   bool is_num = std::isdigit(static_cast<unsigned char>(tok[0])) || tok[0] == '-' || tok[0] == '.';
   if (!is_num) return IValue(tok);
   bool floating = tok.find_first_of(".eE") != std::string::npos || tok == "inf" || tok == "-inf";
-  IValue v = floating || base->kind == K::Float ? IValue(std::stod(tok)) : IValue(int64_t(std::stoll(tok)));
+  IValue v = floating || base->kind == K::Float ? IValue(std::stod(tok))
+                                                : IValue(int64_t(std::stoll(tok)));
   if (base->kind == K::List && list_size > 0) {
     std::vector<IValue> items(size_t(list_size), v);
     return IValue::list(base->elements[0], std::move(items));

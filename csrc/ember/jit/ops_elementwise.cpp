@@ -69,12 +69,12 @@ BinaryOps& binary_ops() {
     for (int i = 0; i < int(BinaryOp::Count); ++i) {
       BinaryOp op = BinaryOp(i);
       std::string n = op_name(op);
-      o->fn[i] = register_operator("aten::" + n + ".Tensor(Tensor self, Tensor other) -> Tensor",
-                                   [op](Stack& s) {
-                                     Tensor b = pop_tensor(s);
-                                     Tensor a = pop_tensor(s);
-                                     s.emplace_back(binary(op, ac(op_name(op), a), ac(op_name(op), b)));
-                                   });
+      o->fn[i] = register_operator(
+          "aten::" + n + ".Tensor(Tensor self, Tensor other) -> Tensor", [op](Stack& s) {
+            Tensor b = pop_tensor(s);
+            Tensor a = pop_tensor(s);
+            s.emplace_back(binary(op, ac(op_name(op), a), ac(op_name(op), b)));
+          });
       o->inplace[i] = register_operator(
           "aten::" + n + "_.Tensor(Tensor self, Tensor other) -> Tensor", [op](Stack& s) {
             Tensor b = pop_tensor(s);
@@ -83,7 +83,8 @@ BinaryOps& binary_ops() {
             s.emplace_back(a);
           });
       o->out[i] = register_operator(
-          "aten::" + n + ".out(Tensor self, Tensor other, *, Tensor out) -> Tensor", [op](Stack& s) {
+          "aten::" + n + ".out(Tensor self, Tensor other, *, Tensor out) -> Tensor",
+          [op](Stack& s) {
             Tensor out = pop_tensor(s);
             Tensor b = pop_tensor(s);
             Tensor a = pop_tensor(s);
@@ -92,20 +93,20 @@ BinaryOps& binary_ops() {
           });
       // The number overloads scripts call (x * 2, 2 - x); traces record the tensor form
       // with the number as a wrapped-number constant, as PyTorch's tracer does.
-      register_operator("aten::" + n + ".Scalar(Tensor self, Scalar other) -> Tensor",
-                        [op](Stack& s) {
-                          Scalar b = s.back().toScalar();
-                          s.pop_back();
-                          Tensor a = pop_tensor(s);
-                          s.emplace_back(binary(op, ac(op_name(op), a), wrap_scalar(b, a.device())));
-                        });
-      register_operator("aten::r" + n + ".Scalar(Tensor self, Scalar other) -> Tensor",
-                        [op](Stack& s) {
-                          Scalar b = s.back().toScalar();
-                          s.pop_back();
-                          Tensor a = pop_tensor(s);
-                          s.emplace_back(binary(op, wrap_scalar(b, a.device()), ac(op_name(op), a)));
-                        });
+      register_operator(
+          "aten::" + n + ".Scalar(Tensor self, Scalar other) -> Tensor", [op](Stack& s) {
+            Scalar b = s.back().toScalar();
+            s.pop_back();
+            Tensor a = pop_tensor(s);
+            s.emplace_back(binary(op, ac(op_name(op), a), wrap_scalar(b, a.device())));
+          });
+      register_operator(
+          "aten::r" + n + ".Scalar(Tensor self, Scalar other) -> Tensor", [op](Stack& s) {
+            Scalar b = s.back().toScalar();
+            s.pop_back();
+            Tensor a = pop_tensor(s);
+            s.emplace_back(binary(op, wrap_scalar(b, a.device()), ac(op_name(op), a)));
+          });
       register_operator("aten::" + n + "_.Scalar(Tensor self, Scalar other) -> Tensor",
                         [op](Stack& s) {
                           Scalar b = s.back().toScalar();

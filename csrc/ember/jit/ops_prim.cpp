@@ -51,7 +51,8 @@ struct Registrar {
                       boxed<T, int64_t>([](const T& t, int64_t d) { return t.size(d); }));
     register_operator("aten::size(Tensor self) -> int[]",
                       boxed<T>([](const T& t) { return Shape(t.sizes()); }));
-    register_operator("aten::dim(Tensor self) -> int", boxed<T>([](const T& t) { return t.dim(); }));
+    register_operator("aten::dim(Tensor self) -> int",
+                      boxed<T>([](const T& t) { return t.dim(); }));
     register_operator("aten::numel(Tensor self) -> int",
                       boxed<T>([](const T& t) { return t.numel(); }));
     register_operator("aten::len.Tensor(Tensor t) -> int", boxed<T>([](const T& t) {
@@ -85,17 +86,24 @@ struct Registrar {
                       boxed<double>([](double a) { return int64_t(a); }));
     register_operator("aten::Float.int(int a) -> float",
                       boxed<int64_t>([](int64_t a) { return double(a); }));
-    register_operator("aten::Int.bool(bool a) -> int", boxed<bool>([](bool a) { return int64_t(a); }));
-    register_operator("aten::Bool.int(int a) -> bool", boxed<int64_t>([](int64_t a) { return a != 0; }));
-    register_operator("aten::Bool.float(float a) -> bool", boxed<double>([](double a) { return a != 0; }));
-    register_operator("prim::NumToTensor.Scalar(Scalar a) -> Tensor",
-                      boxed<Scalar>([](const Scalar& a) { return scalar_tensor(a, a.wrapped_dtype()); }));
+    register_operator("aten::Int.bool(bool a) -> int",
+                      boxed<bool>([](bool a) { return int64_t(a); }));
+    register_operator("aten::Bool.int(int a) -> bool",
+                      boxed<int64_t>([](int64_t a) { return a != 0; }));
+    register_operator("aten::Bool.float(float a) -> bool",
+                      boxed<double>([](double a) { return a != 0; }));
+    register_operator(
+        "prim::NumToTensor.Scalar(Scalar a) -> Tensor",
+        boxed<Scalar>([](const Scalar& a) { return scalar_tensor(a, a.wrapped_dtype()); }));
 
     // ---- int arithmetic (Python semantics: floor division, sign of the divisor) ----
     using I = int64_t;
-    register_operator("aten::add.int(int a, int b) -> int", boxed<I, I>([](I a, I b) { return a + b; }));
-    register_operator("aten::sub.int(int a, int b) -> int", boxed<I, I>([](I a, I b) { return a - b; }));
-    register_operator("aten::mul.int(int a, int b) -> int", boxed<I, I>([](I a, I b) { return a * b; }));
+    register_operator("aten::add.int(int a, int b) -> int",
+                      boxed<I, I>([](I a, I b) { return a + b; }));
+    register_operator("aten::sub.int(int a, int b) -> int",
+                      boxed<I, I>([](I a, I b) { return a - b; }));
+    register_operator("aten::mul.int(int a, int b) -> int",
+                      boxed<I, I>([](I a, I b) { return a * b; }));
     register_operator("aten::floordiv.int(int a, int b) -> int", boxed<I, I>(floordiv));
     register_operator("aten::remainder.int(int a, int b) -> int", boxed<I, I>(pymod));
     register_operator("aten::div.int(int a, int b) -> float", boxed<I, I>([](I a, I b) {
@@ -105,13 +113,15 @@ struct Registrar {
     register_operator("aten::neg.int(int a) -> int", boxed<I>([](I a) { return -a; }));
     register_operator("aten::pow.int(int a, int b) -> float",
                       boxed<I, I>([](I a, I b) { return std::pow(double(a), double(b)); }));
-    register_operator("aten::min.int(int a, int b) -> int", boxed<I, I>([](I a, I b) { return std::min(a, b); }));
-    register_operator("aten::max.int(int a, int b) -> int", boxed<I, I>([](I a, I b) { return std::max(a, b); }));
+    register_operator("aten::min.int(int a, int b) -> int",
+                      boxed<I, I>([](I a, I b) { return std::min(a, b); }));
+    register_operator("aten::max.int(int a, int b) -> int",
+                      boxed<I, I>([](I a, I b) { return std::max(a, b); }));
     register_operator("aten::abs.int(int a) -> int", boxed<I>([](I a) { return a < 0 ? -a : a; }));
-#define EMBER_CMP(name, op)                                                                \
-  register_operator("aten::" #name ".int(int a, int b) -> bool",                           \
-                    boxed<I, I>([](I a, I b) { return a op b; }));                         \
-  register_operator("aten::" #name ".float(float a, float b) -> bool",                     \
+#define EMBER_CMP(name, op)                                            \
+  register_operator("aten::" #name ".int(int a, int b) -> bool",       \
+                    boxed<I, I>([](I a, I b) { return a op b; }));     \
+  register_operator("aten::" #name ".float(float a, float b) -> bool", \
                     boxed<double, double>([](double a, double b) { return a op b; }));
     EMBER_CMP(eq, ==)
     EMBER_CMP(ne, !=)
@@ -121,9 +131,12 @@ struct Registrar {
     EMBER_CMP(ge, >=)
 #undef EMBER_CMP
     using D = double;
-    register_operator("aten::add.float(float a, float b) -> float", boxed<D, D>([](D a, D b) { return a + b; }));
-    register_operator("aten::sub.float(float a, float b) -> float", boxed<D, D>([](D a, D b) { return a - b; }));
-    register_operator("aten::mul.float(float a, float b) -> float", boxed<D, D>([](D a, D b) { return a * b; }));
+    register_operator("aten::add.float(float a, float b) -> float",
+                      boxed<D, D>([](D a, D b) { return a + b; }));
+    register_operator("aten::sub.float(float a, float b) -> float",
+                      boxed<D, D>([](D a, D b) { return a - b; }));
+    register_operator("aten::mul.float(float a, float b) -> float",
+                      boxed<D, D>([](D a, D b) { return a * b; }));
     register_operator("aten::div.float(float a, float b) -> float", boxed<D, D>([](D a, D b) {
                         EMBER_CHECK(b != 0, "ZeroDivisionError: float division by zero");
                         return a / b;
@@ -134,7 +147,8 @@ struct Registrar {
     register_operator("aten::pow.float(float a, float b) -> float",
                       boxed<D, D>([](D a, D b) { return std::pow(a, b); }));
     register_operator("aten::neg.float(float a) -> float", boxed<D>([](D a) { return -a; }));
-    register_operator("aten::sqrt.float(float a) -> float", boxed<D>([](D a) { return std::sqrt(a); }));
+    register_operator("aten::sqrt.float(float a) -> float",
+                      boxed<D>([](D a) { return std::sqrt(a); }));
     register_operator("aten::min.float(float a, float b) -> float",
                       boxed<D, D>([](D a, D b) { return std::min(a, b); }));
     register_operator("aten::max.float(float a, float b) -> float",
@@ -142,14 +156,20 @@ struct Registrar {
     // ---- bool ----
     using B = bool;
     register_operator("aten::__not__(bool self) -> bool", boxed<B>([](B a) { return !a; }));
-    register_operator("aten::__and__.bool(bool a, bool b) -> bool", boxed<B, B>([](B a, B b) { return a && b; }));
-    register_operator("aten::__or__.bool(bool a, bool b) -> bool", boxed<B, B>([](B a, B b) { return a || b; }));
-    register_operator("aten::eq.bool(bool a, bool b) -> bool", boxed<B, B>([](B a, B b) { return a == b; }));
-    register_operator("aten::ne.bool(bool a, bool b) -> bool", boxed<B, B>([](B a, B b) { return a != b; }));
+    register_operator("aten::__and__.bool(bool a, bool b) -> bool",
+                      boxed<B, B>([](B a, B b) { return a && b; }));
+    register_operator("aten::__or__.bool(bool a, bool b) -> bool",
+                      boxed<B, B>([](B a, B b) { return a || b; }));
+    register_operator("aten::eq.bool(bool a, bool b) -> bool",
+                      boxed<B, B>([](B a, B b) { return a == b; }));
+    register_operator("aten::ne.bool(bool a, bool b) -> bool",
+                      boxed<B, B>([](B a, B b) { return a != b; }));
     register_operator("aten::eq.str(str a, str b) -> bool",
-                      boxed<std::string, std::string>([](const std::string& a, const std::string& b) { return a == b; }));
+                      boxed<std::string, std::string>(
+                          [](const std::string& a, const std::string& b) { return a == b; }));
     register_operator("aten::ne.str(str a, str b) -> bool",
-                      boxed<std::string, std::string>([](const std::string& a, const std::string& b) { return a != b; }));
+                      boxed<std::string, std::string>(
+                          [](const std::string& a, const std::string& b) { return a != b; }));
     // `x is None` / `x is not None` on optionals.
     register_operator("aten::__is__(t self, t obj) -> bool", [](Stack& s) {
       IValue b = std::move(s.back());
@@ -175,29 +195,38 @@ struct Registrar {
       IValue v = list_get(s.back(), i);
       s.back() = std::move(v);
     });
-    register_operator("aten::_set_item.t(t[] l, int idx, t el) -> t[]", [](Stack& s) {
-      IValue el = std::move(s.back());
-      s.pop_back();
-      int64_t i = s.back().toInt();
-      s.pop_back();
-      auto& items = s.back().toList()->items;
-      int64_t n = int64_t(items.size());
-      int64_t j = i < 0 ? i + n : i;
-      EMBER_CHECK_INDEX(j >= 0 && j < n, "list assignment index out of range");
-      items[size_t(j)] = std::move(el);
-    }, 1, Effect::Mutates);
-    register_operator("aten::append.t(t[] self, t el) -> t[]", [](Stack& s) {
-      IValue el = std::move(s.back());
-      s.pop_back();
-      s.back().toList()->items.push_back(std::move(el));
-    }, 1, Effect::Mutates);
-    register_operator("aten::add_.t(t[] self, t[] b) -> t[]", [](Stack& s) {
-      IValue b = std::move(s.back());
-      s.pop_back();
-      auto& items = s.back().toList()->items;
-      const auto& more = b.toListRef();
-      items.insert(items.end(), more.begin(), more.end());
-    }, 1, Effect::Mutates);
+    register_operator(
+        "aten::_set_item.t(t[] l, int idx, t el) -> t[]",
+        [](Stack& s) {
+          IValue el = std::move(s.back());
+          s.pop_back();
+          int64_t i = s.back().toInt();
+          s.pop_back();
+          auto& items = s.back().toList()->items;
+          int64_t n = int64_t(items.size());
+          int64_t j = i < 0 ? i + n : i;
+          EMBER_CHECK_INDEX(j >= 0 && j < n, "list assignment index out of range");
+          items[size_t(j)] = std::move(el);
+        },
+        1, Effect::Mutates);
+    register_operator(
+        "aten::append.t(t[] self, t el) -> t[]",
+        [](Stack& s) {
+          IValue el = std::move(s.back());
+          s.pop_back();
+          s.back().toList()->items.push_back(std::move(el));
+        },
+        1, Effect::Mutates);
+    register_operator(
+        "aten::add_.t(t[] self, t[] b) -> t[]",
+        [](Stack& s) {
+          IValue b = std::move(s.back());
+          s.pop_back();
+          auto& items = s.back().toList()->items;
+          const auto& more = b.toListRef();
+          items.insert(items.end(), more.begin(), more.end());
+        },
+        1, Effect::Mutates);
     register_operator("aten::add.t(t[] a, t[] b) -> t[]", [](Stack& s) {
       IValue b = std::move(s.back());
       s.pop_back();
@@ -259,8 +288,10 @@ struct Registrar {
       std::string r = v.is_string() ? v.toStringRef() : v.repr();
       s.back() = IValue(r);
     });
-    register_operator("aten::add.str(str a, str b) -> str",
-                      boxed<std::string, std::string>([](const std::string& a, const std::string& b) { return IValue(a + b); }));
+    register_operator(
+        "aten::add.str(str a, str b) -> str",
+        boxed<std::string, std::string>(
+            [](const std::string& a, const std::string& b) { return IValue(a + b); }));
   }
 } registrar;
 

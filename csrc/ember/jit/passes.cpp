@@ -21,19 +21,55 @@ const IValue& constant_of(const Value* v) { return v->node->attr("value"); }
 // their input when there is nothing to convert).
 bool may_alias(const Node* n) {
   static const std::unordered_set<std::string> ops = {
-      "aten::view",       "aten::reshape",    "aten::flatten",    "aten::unflatten",
-      "aten::unsqueeze",  "aten::squeeze",    "aten::transpose",  "aten::t",
-      "aten::permute",    "aten::expand",     "aten::expand_as",  "aten::slice",
-      "aten::select",     "aten::narrow",     "aten::as_strided", "aten::unbind",
-      "aten::split",      "aten::split_with_sizes", "aten::chunk", "aten::diagonal",
-      "aten::detach",     "aten::alias",      "aten::to",         "aten::contiguous",
-      "aten::type_as",    "aten::view_as",    "aten::reshape_as", "aten::movedim",
-      "aten::index",      "aten::__getitem__", "aten::real",      "aten::numpy_T",
-      "aten::mT",         "aten::swapaxes",   "aten::moveaxis",   "aten::unfold",
-      "aten::tensor_split", "aten::hsplit",   "aten::vsplit",     "aten::dsplit",
-      "aten::T",          "aten::H",          "aten::adjoint",    "aten::broadcast_to",
-      "aten::dropout",    "aten::feature_dropout", "aten::alpha_dropout",
-      "aten::squeeze_",   "aten::unsqueeze_",
+      "aten::view",
+      "aten::reshape",
+      "aten::flatten",
+      "aten::unflatten",
+      "aten::unsqueeze",
+      "aten::squeeze",
+      "aten::transpose",
+      "aten::t",
+      "aten::permute",
+      "aten::expand",
+      "aten::expand_as",
+      "aten::slice",
+      "aten::select",
+      "aten::narrow",
+      "aten::as_strided",
+      "aten::unbind",
+      "aten::split",
+      "aten::split_with_sizes",
+      "aten::chunk",
+      "aten::diagonal",
+      "aten::detach",
+      "aten::alias",
+      "aten::to",
+      "aten::contiguous",
+      "aten::type_as",
+      "aten::view_as",
+      "aten::reshape_as",
+      "aten::movedim",
+      "aten::index",
+      "aten::__getitem__",
+      "aten::real",
+      "aten::numpy_T",
+      "aten::mT",
+      "aten::swapaxes",
+      "aten::moveaxis",
+      "aten::unfold",
+      "aten::tensor_split",
+      "aten::hsplit",
+      "aten::vsplit",
+      "aten::dsplit",
+      "aten::T",
+      "aten::H",
+      "aten::adjoint",
+      "aten::broadcast_to",
+      "aten::dropout",
+      "aten::feature_dropout",
+      "aten::alpha_dropout",
+      "aten::squeeze_",
+      "aten::unsqueeze_",
   };
   if (!n->op) {
     const std::string& k = n->kind;
@@ -143,8 +179,8 @@ void inline_block(Block* b, std::unordered_map<const Value*, std::shared_ptr<Obj
     inline_methods(*body, callee);
     std::vector<Value*> outs = Graph::inline_into(*body, b, n, n->inputs());
     // Values of the inlined body that stand for submodules are known objects too.
-    EMBER_CHECK(outs.size() == n->outputs().size(), "ember.jit: inlining ", callee->type->name,
-                ".", fn->name, ": it returns ", outs.size(), " values, the call expects ",
+    EMBER_CHECK(outs.size() == n->outputs().size(), "ember.jit: inlining ", callee->type->name, ".",
+                fn->name, ": it returns ", outs.size(), " values, the call expects ",
                 n->outputs().size());
     for (size_t i = 0; i < outs.size(); ++i) n->outputs()[i]->replace_all_uses_with(outs[i]);
     n->destroy();
@@ -361,8 +397,8 @@ bool noop_block(Block* b) {
       int64_t d;
       if (const_int(p->input(1), &d) && d >= 0 && is_constant(n->input(1))) {
         const IValue& dims = constant_of(n->input(1));
-        bool same = dims.is_list() && dims.toListRef().size() == 1 &&
-                    dims.toListRef()[0].toInt() == d;
+        bool same =
+            dims.is_list() && dims.toListRef().size() == 1 && dims.toListRef()[0].toInt() == d;
         if (same) replacement = p->input(0);
       }
     } else if ((name == "aten::to" || name == "aten::type") && n->inputs().size() >= 2 &&

@@ -76,9 +76,8 @@ struct AutoRegister {
   static const Operator* const op;
 };
 template <typename Tag>
-const Operator* const AutoRegister<Tag>::op =
-    register_operator(Tag::schema(), &Tag::call, Tag::version(), Tag::effect(),
-                      cpp_kinds(typename Tag::Args{}));
+const Operator* const AutoRegister<Tag>::op = register_operator(
+    Tag::schema(), &Tag::call, Tag::version(), Tag::effect(), cpp_kinds(typename Tag::Args{}));
 
 struct TraceDepth {
   TraceDepth() { ++trace_state::t_depth; }
@@ -107,19 +106,20 @@ decltype(auto) trace_call(F&& f, const A&... args) {
 /// size) -> Tensor", view, a, shape);` names the op's schema, the front-end (an
 /// overload set is fine: the call resolves as the front-end's own arguments do) and its
 /// arguments in schema order. See Note [Tracing] (tracer.h).
-#define EMBER_TRACE(SCHEMA, FN, ...) EMBER_TRACE_WITH(::ember::jit::TraceTagDefaults, SCHEMA, FN, __VA_ARGS__)
+#define EMBER_TRACE(SCHEMA, FN, ...) \
+  EMBER_TRACE_WITH(::ember::jit::TraceTagDefaults, SCHEMA, FN, __VA_ARGS__)
 
 /// EMBER_TRACE with a tag base giving version()/effect() (e.g. an op whose version was bumped).
-#define EMBER_TRACE_WITH(BASE, SCHEMA, FN, ...)                                        \
-  struct EmberTraceTag : BASE {                                                        \
-    static const char* schema() { return SCHEMA; }                                     \
-    using Args = decltype(::ember::jit::arg_types(__VA_ARGS__));                       \
-    static void call(::ember::jit::Stack& s) {                                         \
+#define EMBER_TRACE_WITH(BASE, SCHEMA, FN, ...)                                         \
+  struct EmberTraceTag : BASE {                                                         \
+    static const char* schema() { return SCHEMA; }                                      \
+    using Args = decltype(::ember::jit::arg_types(__VA_ARGS__));                        \
+    static void call(::ember::jit::Stack& s) {                                          \
       ::ember::jit::call_unboxed(s, Args{}, [](const auto&... x) { return FN(x...); }); \
-    }                                                                                  \
-  };                                                                                   \
-  if (::ember::trace_state::outermost())                                               \
-  return ::ember::jit::trace_call<EmberTraceTag>(                                      \
+    }                                                                                   \
+  };                                                                                    \
+  if (::ember::trace_state::outermost())                                                \
+  return ::ember::jit::trace_call<EmberTraceTag>(                                       \
       [&]() -> decltype(auto) { return FN(__VA_ARGS__); }, __VA_ARGS__)
 
 /// A random op (dropout, rand, ...): never merged or folded by the passes.
@@ -131,5 +131,7 @@ struct MutatesTag : TraceTagDefaults {
   static std::optional<Effect> effect() { return Effect::Mutates; }
 };
 }  // namespace ember::jit
-#define EMBER_TRACE_RANDOM(SCHEMA, FN, ...) EMBER_TRACE_WITH(::ember::jit::RandomTag, SCHEMA, FN, __VA_ARGS__)
-#define EMBER_TRACE_MUTATES(SCHEMA, FN, ...) EMBER_TRACE_WITH(::ember::jit::MutatesTag, SCHEMA, FN, __VA_ARGS__)
+#define EMBER_TRACE_RANDOM(SCHEMA, FN, ...) \
+  EMBER_TRACE_WITH(::ember::jit::RandomTag, SCHEMA, FN, __VA_ARGS__)
+#define EMBER_TRACE_MUTATES(SCHEMA, FN, ...) \
+  EMBER_TRACE_WITH(::ember::jit::MutatesTag, SCHEMA, FN, __VA_ARGS__)

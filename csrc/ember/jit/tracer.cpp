@@ -11,6 +11,8 @@ namespace ember::jit {
 
 std::string (*Tracer::location_hook)() = nullptr;
 
+std::string (*Tracer::variable_name_hook)(const Tensor&) = nullptr;
+
 std::string Tracer::location() const { return location_hook ? location_hook() : std::string(); }
 
 namespace {
@@ -26,6 +28,7 @@ void untraced_message(const char* what) {
 }
 
 TypePtr tensor_type(const Tensor& t) {
+  if (!t.defined()) return Type::tensor();
   return Type::tensor_of(t.dtype(), std::vector<int64_t>(t.sizes().begin(), t.sizes().end()));
 }
 
@@ -70,6 +73,12 @@ bool Tracer::has_value(const Tensor& t) const {
 
 void Tracer::set_value(const Tensor& t, Value* v) {
   if (!t.defined()) return;
+  // A graph input stands for the example tensor: print its dtype and sizes as PyTorch's
+  // traced graphs do ("%x : Float(3, 4)"); the type is for printing only.
+  // So is a value unpacked from a submodule's tuple result (typed Any when created).
+  if (!v->type || v->type->is(Type::Kind::Any) ||
+      (v->node->kind == "prim::Param" && v->type->is(Type::Kind::Tensor) && !v->type->sizes))
+    v->type = tensor_type(t);
   keep_alive.push_back(t);
   scope().values[t.impl()] = v;
 }
@@ -102,7 +111,14 @@ Value* Tracer::value_of(const Tensor& t) {
   if (!t.defined()) return constant(IValue());
   TraceScope& s = scope();
   auto it = s.values.find(t.impl());
-  if (it != s.values.end()) return it->second;
+  if (it != s.values.end()) {
+    Value* v = it->second;
+    if (!v->has_name() && variable_name_hook && v->node->kind != "prim::Constant") {
+      std::string name = variable_name_hook(t);
+      if (!name.empty()) v->set_name(name);
+    }
+    return v;
+  }
   auto p = s.params.find(t.impl());
   if (p != s.params.end()) {
     Value* v = attr_value(p->second);
@@ -224,9 +240,15 @@ void trace_result(Node* n, const std::vector<Tensor>& v) {
   Value* out = next_output(n);
   t_current.list_results.emplace_back(out->offset, v);
 }
-void trace_result(Node* n, int64_t v) { t_current.number_results.emplace_back(next_output(n)->offset, IValue(v)); }
-void trace_result(Node* n, double v) { t_current.number_results.emplace_back(next_output(n)->offset, IValue(v)); }
-void trace_result(Node* n, bool v) { t_current.number_results.emplace_back(next_output(n)->offset, IValue(v)); }
+void trace_result(Node* n, int64_t v) {
+  t_current.number_results.emplace_back(next_output(n)->offset, IValue(v));
+}
+void trace_result(Node* n, double v) {
+  t_current.number_results.emplace_back(next_output(n)->offset, IValue(v));
+}
+void trace_result(Node* n, bool v) {
+  t_current.number_results.emplace_back(next_output(n)->offset, IValue(v));
+}
 void trace_result(Node* n, const Scalar& v) {
   t_current.number_results.emplace_back(next_output(n)->offset, IValue(v));
 }
@@ -247,6 +269,7 @@ void trace_end(Node* n) {
     u->add_input(n->outputs()[i]);
     t.graph().insert(u);
     for (size_t k = 0; k < tensors.size(); ++k) {
+      if (!tensors[k].defined()) continue;  // an absent result (GRU's cell state)
       u->outputs()[k]->type = tensor_type(tensors[k]);
       t.set_value(tensors[k], u->outputs()[k]);
     }

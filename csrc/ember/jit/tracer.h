@@ -116,6 +116,10 @@ class Tracer {
   /// The current Python source location ("file.py:12"), from the binding's hook.
   std::string location() const;
   static std::string (*location_hook)();
+  /// The name of the Python variable holding `t` in the traced code's innermost frame
+  /// (empty when none): an unnamed value is named after it when an op first reads it,
+  /// so graphs and .code read as the source does ("x0 = torch.mul(x, x)"), as PyTorch's.
+  static std::string (*variable_name_hook)(const Tensor& t);
 
   // ---- the node being recorded (trace_hook.h) ----
   struct PendingNode {
@@ -138,9 +142,7 @@ class Tracer {
 /// Makes `t` the tracer of this thread for its lifetime (restoring the previous one).
 struct TracerActivation {
   void* saved;
-  explicit TracerActivation(Tracer* t) : saved(trace_state::t_tracer) {
-    trace_state::t_tracer = t;
-  }
+  explicit TracerActivation(Tracer* t) : saved(trace_state::t_tracer) { trace_state::t_tracer = t; }
   ~TracerActivation() { trace_state::t_tracer = saved; }
 };
 

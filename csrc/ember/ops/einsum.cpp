@@ -177,7 +177,8 @@ Term contract(Term a, Term b, const std::vector<int>& needed) {
 }  // namespace
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
-  EMBER_TRACE("aten::einsum(str equation, Tensor[] operands) -> Tensor", einsum, equation, operands);
+  EMBER_TRACE("aten::einsum(str equation, Tensor[] operands) -> Tensor", einsum, equation,
+              operands);
   EMBER_CHECK(!operands.empty(), "einsum(): must provide at least one operand");
   std::string lhs = equation, rhs;
   size_t arrow = equation.find("->");
@@ -271,7 +272,10 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
 }
 
 Tensor tensordot(const Tensor& a, const Tensor& b, const Shape& dims_a, const Shape& dims_b) {
-  EMBER_TRACE("aten::tensordot.Tensor_intList_intList(Tensor self, Tensor b, int[] dims_a, int[] dims_b) -> Tensor", tensordot, a, b, dims_a, dims_b);
+  EMBER_TRACE(
+      "aten::tensordot.Tensor_intList_intList(Tensor self, Tensor b, int[] dims_a, int[] dims_b) "
+      "-> Tensor",
+      tensordot, a, b, dims_a, dims_b);
   EMBER_CHECK(dims_a.size() == dims_b.size(), "both dimension lists should have same length");
   Shape pa, pb, out_shape;
   std::vector<bool> used_a(a.dim(), false), used_b(b.dim(), false);
@@ -301,7 +305,8 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const Shape& dims_a, const Sh
 }
 
 Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
-  EMBER_TRACE("aten::tensordot.Tensor_int(Tensor self, Tensor b, int dim) -> Tensor", tensordot, a, b, dims);
+  EMBER_TRACE("aten::tensordot.Tensor_int(Tensor self, Tensor b, int dim) -> Tensor", tensordot, a,
+              b, dims);
   EMBER_CHECK(dims >= 0, "tensordot expects dims >= 0, but got dims=", dims);
   EMBER_CHECK(dims <= a.dim() && dims <= b.dim(),
               "tensordot expects dims < ndim_a or ndim_b, but got dims=", dims);

@@ -402,7 +402,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 }
 
 Tensor div_rounding(const Tensor& a, const Tensor& b, const std::string& mode) {
-  EMBER_TRACE("aten::div.Tensor_mode(Tensor self, Tensor other, *, str rounding_mode) -> Tensor", div_rounding, a, b, mode);
+  EMBER_TRACE("aten::div.Tensor_mode(Tensor self, Tensor other, *, str rounding_mode) -> Tensor",
+              div_rounding, a, b, mode);
   EMBER_CHECK(mode == "trunc" || mode == "floor",
               "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode,
               "'");
@@ -415,7 +416,8 @@ Tensor div_rounding(const Tensor& a, const Tensor& b, const std::string& mode) {
 // ---- where / clamp ----------------------------------------------------------------------
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  EMBER_TRACE("aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", where, cond, a, b);
+  EMBER_TRACE("aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", where,
+              cond, a, b);
   EMBER_CHECK(cond.dtype() == DType::Bool || cond.dtype() == DType::UInt8,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               dtype_name(cond.dtype()));
@@ -438,7 +440,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
-  EMBER_TRACE("aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", clamp, a, min, max);
+  EMBER_TRACE("aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+              clamp, a, min, max);
   EMBER_CHECK(min || max, "ember.clamp: At least one of 'min' or 'max' must not be None");
   // Bounds promote (a bool tensor clamped by ints is int64), as PyTorch; a bool
   // result is allowed only with tensor bounds.
@@ -486,7 +489,8 @@ Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optio
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
-  EMBER_TRACE("aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", lerp, start, end, weight);
+  EMBER_TRACE("aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", lerp, start,
+              end, weight);
   EMBER_CHECK(start.dtype() == end.dtype(), "lerp: expected dtype ", dtype_name(start.dtype()),
               " for `end` but got dtype ", dtype_name(end.dtype()));
   EMBER_CHECK(is_floating(start.dtype()), "lerp: expected a floating-point `start`, got ",
@@ -550,7 +554,8 @@ double finfo_max(DType t) {
 
 Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf,
                   std::optional<double> neginf) {
-  EMBER_TRACE("aten::nan_to_num(Tensor self, float nan, float? posinf, float? neginf) -> Tensor", nan_to_num, a, nan, posinf, neginf);
+  EMBER_TRACE("aten::nan_to_num(Tensor self, float nan, float? posinf, float? neginf) -> Tensor",
+              nan_to_num, a, nan, posinf, neginf);
   if (!is_floating(a.dtype())) return clone(a);
   autograd::RecordScope rs({&a});
   double big = finfo_max(a.dtype());
@@ -577,7 +582,8 @@ Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf,
 }
 
 Tensor round_decimals(const Tensor& a, int64_t decimals) {
-  EMBER_TRACE("aten::round.decimals(Tensor self, *, int decimals) -> Tensor", round_decimals, a, decimals);
+  EMBER_TRACE("aten::round.decimals(Tensor self, *, int decimals) -> Tensor", round_decimals, a,
+              decimals);
   if (decimals == 0) return unary(UnaryOp::round, a);
   EMBER_CHECK(is_floating(a.dtype()), "round(decimals=", decimals,
               ") is only implemented for "
@@ -650,7 +656,8 @@ static Tensor convert_single(const Tensor& a, DType dtype) {
 }
 
 Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
-  EMBER_TRACE("aten::to.dtype(Tensor self, ScalarType dtype, bool copy=False) -> Tensor", to_dtype, a, dtype, copy);
+  EMBER_TRACE("aten::to.dtype(Tensor self, ScalarType dtype, bool copy=False) -> Tensor", to_dtype,
+              a, dtype, copy);
   if (a.dtype() == dtype && !copy) return a;
   if (a.dim() == 0 && a.device().is_cpu() && !autograd::compute_requires_grad({&a}))
     return convert_single(a, dtype);
@@ -663,7 +670,8 @@ Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
 }
 
 Tensor to_device(const Tensor& a, Device device, bool copy) {
-  EMBER_TRACE("aten::to.device(Tensor self, Device device, bool copy=False) -> Tensor", to_device, a, device, copy);
+  EMBER_TRACE("aten::to.device(Tensor self, Device device, bool copy=False) -> Tensor", to_device,
+              a, device, copy);
   if (device.is_cuda() && device.index < 0) device.index = 0;
   Device ad = a.device();
   if (ad.type == device.type && (ad.index == device.index || device.index < 0) && !copy) return a;
@@ -765,7 +773,9 @@ const Tensor& fill_(const Tensor& a, const Tensor& value) {
 }
 
 Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device) {
-  EMBER_TRACE("aten::full(int[] size, Scalar fill_value, *, ScalarType dtype, Device device) -> Tensor", full, sizes, v, dtype, device);
+  EMBER_TRACE(
+      "aten::full(int[] size, Scalar fill_value, *, ScalarType dtype, Device device) -> Tensor",
+      full, sizes, v, dtype, device);
   Tensor t = empty(sizes, dtype, device);
   fill_(t, v);
   *t.impl()->version = 0;
@@ -773,7 +783,8 @@ Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device) {
 }
 
 Tensor zeros(const Shape& sizes, DType dtype, Device device) {
-  EMBER_TRACE("aten::zeros(int[] size, *, ScalarType dtype, Device device) -> Tensor", zeros, sizes, dtype, device);
+  EMBER_TRACE("aten::zeros(int[] size, *, ScalarType dtype, Device device) -> Tensor", zeros, sizes,
+              dtype, device);
   return full(sizes, Scalar(int64_t(0)), dtype, device);
 }
 

@@ -1,6 +1,6 @@
 // Front-ends of the joining and rearranging ops (see join.h).
-#include "ember/jit/trace_hook.h"
 #include "ember/ops/join.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -150,7 +150,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor atleast_1d(const Tensor& a) {
-  EMBER_TRACE("aten::atleast_1d(Tensor self) -> Tensor", atleast_1d, a); return a.dim() == 0 ? reshape(a, Shape{1}) : a; }
+  EMBER_TRACE("aten::atleast_1d(Tensor self) -> Tensor", atleast_1d, a);
+  return a.dim() == 0 ? reshape(a, Shape{1}) : a;
+}
 
 Tensor atleast_2d(const Tensor& a) {
   EMBER_TRACE("aten::atleast_2d(Tensor self) -> Tensor", atleast_2d, a);
@@ -331,7 +333,8 @@ void check_repeats(int64_t r) { EMBER_CHECK(r >= 0, "repeats can not be negative
 }  // namespace
 
 Tensor repeat_interleave(const Tensor& a, int64_t repeats, std::optional<int64_t> dim) {
-  EMBER_TRACE("aten::repeat_interleave.int_intOpt(Tensor self, int repeats, int? dim) -> Tensor", repeat_interleave, a, repeats, dim);
+  EMBER_TRACE("aten::repeat_interleave.int_intOpt(Tensor self, int repeats, int? dim) -> Tensor",
+              repeat_interleave, a, repeats, dim);
   check_repeats(repeats);
   Tensor in = dim ? a : reshape(a, Shape{a.numel()});
   int64_t d = dim ? wrap_dim(*dim, in.dim()) : 0;
@@ -362,7 +365,9 @@ Tensor repeat_interleave(const Tensor& a, int64_t repeats, std::optional<int64_t
 }
 
 Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<int64_t> dim) {
-  EMBER_TRACE("aten::repeat_interleave.Tensor_intOpt(Tensor self, Tensor repeats, int? dim) -> Tensor", repeat_interleave, a, repeats, dim);
+  EMBER_TRACE(
+      "aten::repeat_interleave.Tensor_intOpt(Tensor self, Tensor repeats, int? dim) -> Tensor",
+      repeat_interleave, a, repeats, dim);
   EMBER_CHECK(repeats.dtype() == DType::Int64 || repeats.dtype() == DType::Int32,
               "repeats has to be Long or Int tensor, got ", dtype_name(repeats.dtype()));
   EMBER_CHECK(repeats.dim() <= 1, "repeats must be 0-dim or 1-dim tensor, got shape ",
@@ -401,7 +406,8 @@ Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<i
 }
 
 Tensor repeat_interleave(const Tensor& repeats) {
-  EMBER_TRACE("aten::repeat_interleave.default(Tensor repeats) -> Tensor", repeat_interleave, repeats);
+  EMBER_TRACE("aten::repeat_interleave.default(Tensor repeats) -> Tensor", repeat_interleave,
+              repeats);
   EMBER_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat, got shape ",
               shape_str(repeats.sizes()));
   EMBER_CHECK(repeats.dtype() == DType::Int64 || repeats.dtype() == DType::Int32,

@@ -1,8 +1,8 @@
 // Linear algebra front-ends (see linalg.h): argument checks with PyTorch's
 // messages, result allocation, and the calls into the GEMM / tril-triu / trace
 // kernels.
-#include "ember/jit/trace_hook.h"
 #include "ember/ops/linalg.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -356,7 +356,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return matmul_impl(a, b, nullptr);
 }
 Tensor& matmul_out(const Tensor& a, const Tensor& b, const Tensor& out) {
-  EMBER_TRACE("aten::matmul.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", matmul_out, a, b, out);
+  EMBER_TRACE("aten::matmul.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", matmul_out, a, b,
+              out);
   autograd::check_out_not_differentiable("matmul", {&a, &b, &out});
   matmul_impl(a, b, &out);
   return const_cast<Tensor&>(out);
@@ -419,7 +420,8 @@ Tensor mv(const Tensor& mat, const Tensor& vec) {
   return r;
 }
 Tensor& mv_out(const Tensor& mat, const Tensor& vec, const Tensor& out) {
-  EMBER_TRACE("aten::mv.out(Tensor mat, Tensor vec, *, Tensor out) -> Tensor", mv_out, mat, vec, out);
+  EMBER_TRACE("aten::mv.out(Tensor mat, Tensor vec, *, Tensor out) -> Tensor", mv_out, mat, vec,
+              out);
   autograd::check_out_not_differentiable("mv", {&mat, &vec, &out});
   mv_impl(mat, vec, &out);
   return const_cast<Tensor&>(out);
@@ -449,7 +451,9 @@ Tensor& dot_out(const Tensor& a, const Tensor& b, const Tensor& out) {
   return const_cast<Tensor&>(out);
 }
 Tensor vdot(const Tensor& a, const Tensor& b) {
-  EMBER_TRACE("aten::vdot(Tensor self, Tensor b) -> Tensor", vdot, a, b); return dot_rec(a, b, true); }
+  EMBER_TRACE("aten::vdot(Tensor self, Tensor b) -> Tensor", vdot, a, b);
+  return dot_rec(a, b, true);
+}
 
 // ---- add forms ----------------------------------------------------------------------------
 
@@ -474,7 +478,10 @@ static Tensor addmm_impl(const Tensor& input, const Tensor& m1, const Tensor& m2
 }
 
 Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
-  EMBER_TRACE("aten::addmm(Tensor input, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> Tensor", addmm, input, m1, m2, beta, alpha);
+  EMBER_TRACE(
+      "aten::addmm(Tensor input, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor",
+      addmm, input, m1, m2, beta, alpha);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("addmm", {input, m1, m2});
     autocast::ExcludeGuard g_;
@@ -490,13 +497,19 @@ Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar bet
 }
 Tensor& addmm_out(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta,
                   Scalar alpha, const Tensor& out) {
-  EMBER_TRACE("aten::addmm.out(Tensor input, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha, *, Tensor out) -> Tensor", addmm_out, input, m1, m2, beta, alpha, out);
+  EMBER_TRACE(
+      "aten::addmm.out(Tensor input, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha, *, "
+      "Tensor out) -> Tensor",
+      addmm_out, input, m1, m2, beta, alpha, out);
   autograd::check_out_not_differentiable("addmm", {&input, &m1, &m2, &out});
   addmm_impl(input, m1, m2, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& addmm_(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
-  EMBER_TRACE("aten::addmm_(Tensor input, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> Tensor", addmm_, input, m1, m2, beta, alpha);
+  EMBER_TRACE(
+      "aten::addmm_(Tensor input, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor",
+      addmm_, input, m1, m2, beta, alpha);
   if (autograd::inplace_records(input, {&m1, &m2})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
     if (m1.dim() == 2 && m2.dim() == 2)
@@ -525,7 +538,10 @@ static Tensor baddbmm_impl(const Tensor& input, const Tensor& b1, const Tensor& 
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta, Scalar alpha) {
-  EMBER_TRACE("aten::baddbmm(Tensor input, Tensor batch1, Tensor batch2, Scalar beta=1, Scalar alpha=1) -> Tensor", baddbmm, input, b1, b2, beta, alpha);
+  EMBER_TRACE(
+      "aten::baddbmm(Tensor input, Tensor batch1, Tensor batch2, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor",
+      baddbmm, input, b1, b2, beta, alpha);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("baddbmm", {input, b1, b2});
     autocast::ExcludeGuard g_;
@@ -541,14 +557,20 @@ Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar b
 }
 Tensor& baddbmm_out(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
                     Scalar alpha, const Tensor& out) {
-  EMBER_TRACE("aten::baddbmm.out(Tensor input, Tensor batch1, Tensor batch2, Scalar beta, Scalar alpha, *, Tensor out) -> Tensor", baddbmm_out, input, b1, b2, beta, alpha, out);
+  EMBER_TRACE(
+      "aten::baddbmm.out(Tensor input, Tensor batch1, Tensor batch2, Scalar beta, Scalar alpha, *, "
+      "Tensor out) -> Tensor",
+      baddbmm_out, input, b1, b2, beta, alpha, out);
   autograd::check_out_not_differentiable("baddbmm", {&input, &b1, &b2, &out});
   baddbmm_impl(input, b1, b2, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& baddbmm_(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
                  Scalar alpha) {
-  EMBER_TRACE("aten::baddbmm_(Tensor input, Tensor batch1, Tensor batch2, Scalar beta=1, Scalar alpha=1) -> Tensor", baddbmm_, input, b1, b2, beta, alpha);
+  EMBER_TRACE(
+      "aten::baddbmm_(Tensor input, Tensor batch1, Tensor batch2, Scalar beta=1, Scalar alpha=1) "
+      "-> Tensor",
+      baddbmm_, input, b1, b2, beta, alpha);
   if (autograd::inplace_records(input, {&b1, &b2})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
     if (b1.dim() == 3 && b2.dim() == 3)
@@ -587,7 +609,9 @@ static Tensor addmv_impl(const Tensor& input, const Tensor& mat, const Tensor& v
 }
 
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) {
-  EMBER_TRACE("aten::addmv(Tensor input, Tensor mat, Tensor vec, Scalar beta=1, Scalar alpha=1) -> Tensor", addmv, input, mat, vec, beta, alpha);
+  EMBER_TRACE(
+      "aten::addmv(Tensor input, Tensor mat, Tensor vec, Scalar beta=1, Scalar alpha=1) -> Tensor",
+      addmv, input, mat, vec, beta, alpha);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("addmv", {input, mat, vec});
     autocast::ExcludeGuard g_;
@@ -603,14 +627,19 @@ Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar b
 }
 Tensor& addmv_out(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
                   Scalar alpha, const Tensor& out) {
-  EMBER_TRACE("aten::addmv.out(Tensor input, Tensor mat, Tensor vec, Scalar beta, Scalar alpha, *, Tensor out) -> Tensor", addmv_out, input, mat, vec, beta, alpha, out);
+  EMBER_TRACE(
+      "aten::addmv.out(Tensor input, Tensor mat, Tensor vec, Scalar beta, Scalar alpha, *, Tensor "
+      "out) -> Tensor",
+      addmv_out, input, mat, vec, beta, alpha, out);
   autograd::check_out_not_differentiable("addmv", {&input, &mat, &vec, &out});
   addmv_impl(input, mat, vec, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& addmv_(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
                Scalar alpha) {
-  EMBER_TRACE("aten::addmv_(Tensor input, Tensor mat, Tensor vec, Scalar beta=1, Scalar alpha=1) -> Tensor", addmv_, input, mat, vec, beta, alpha);
+  EMBER_TRACE(
+      "aten::addmv_(Tensor input, Tensor mat, Tensor vec, Scalar beta=1, Scalar alpha=1) -> Tensor",
+      addmv_, input, mat, vec, beta, alpha);
   if (autograd::inplace_records(input, {&mat, &vec})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
     if (mat.dim() == 2 && vec.dim() == 1)
@@ -637,7 +666,8 @@ Tensor outer(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::mul, unsqueeze(a, 1), b);
 }
 Tensor& outer_out(const Tensor& a, const Tensor& b, const Tensor& out) {
-  EMBER_TRACE("aten::outer.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", outer_out, a, b, out);
+  EMBER_TRACE("aten::outer.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", outer_out, a, b,
+              out);
   autograd::check_out_not_differentiable("outer", {&a, &b, &out});
   check_1d(a, "self", "outer");
   check_1d(b, "vec2", "outer");
@@ -701,9 +731,12 @@ static const Tensor& tril_triu_inplace(const Tensor& a, int64_t diagonal, bool u
 }
 
 Tensor tril(const Tensor& a, int64_t diagonal) {
-  EMBER_TRACE("aten::tril(Tensor self, int diagonal=0) -> Tensor", tril, a, diagonal); return tril_triu_rec(a, diagonal, false); }
+  EMBER_TRACE("aten::tril(Tensor self, int diagonal=0) -> Tensor", tril, a, diagonal);
+  return tril_triu_rec(a, diagonal, false);
+}
 Tensor& tril_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
-  EMBER_TRACE("aten::tril.out(Tensor self, int diagonal, *, Tensor out) -> Tensor", tril_out, a, diagonal, out);
+  EMBER_TRACE("aten::tril.out(Tensor self, int diagonal, *, Tensor out) -> Tensor", tril_out, a,
+              diagonal, out);
   return tril_triu_out(a, diagonal, false, out);
 }
 const Tensor& tril_(const Tensor& a, int64_t diagonal) {
@@ -711,9 +744,12 @@ const Tensor& tril_(const Tensor& a, int64_t diagonal) {
   return tril_triu_inplace(a, diagonal, false);
 }
 Tensor triu(const Tensor& a, int64_t diagonal) {
-  EMBER_TRACE("aten::triu(Tensor self, int diagonal=0) -> Tensor", triu, a, diagonal); return tril_triu_rec(a, diagonal, true); }
+  EMBER_TRACE("aten::triu(Tensor self, int diagonal=0) -> Tensor", triu, a, diagonal);
+  return tril_triu_rec(a, diagonal, true);
+}
 Tensor& triu_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
-  EMBER_TRACE("aten::triu.out(Tensor self, int diagonal, *, Tensor out) -> Tensor", triu_out, a, diagonal, out);
+  EMBER_TRACE("aten::triu.out(Tensor self, int diagonal, *, Tensor out) -> Tensor", triu_out, a,
+              diagonal, out);
   return tril_triu_out(a, diagonal, true, out);
 }
 const Tensor& triu_(const Tensor& a, int64_t diagonal) {

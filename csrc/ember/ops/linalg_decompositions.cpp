@@ -32,7 +32,9 @@ using namespace lapack_detail;
 // ---- Cholesky ---------------------------------------------------------------------------
 
 std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
-  EMBER_TRACE("aten::linalg_cholesky_ex(Tensor A, bool upper, bool check_errors) -> (Tensor, Tensor)", linalg_cholesky_ex, A, upper, check_errors);
+  EMBER_TRACE(
+      "aten::linalg_cholesky_ex(Tensor A, bool upper, bool check_errors) -> (Tensor, Tensor)",
+      linalg_cholesky_ex, A, upper, check_errors);
   check_input(A, "linalg.cholesky", true);
   int64_t n = rows(A), batch = batch_of(A);
   autograd::RecordScope rs({&A});
@@ -73,7 +75,8 @@ std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool c
 }
 
 Tensor linalg_cholesky(const Tensor& A, bool upper) {
-  EMBER_TRACE("aten::linalg_cholesky(Tensor A, bool upper=False) -> Tensor", linalg_cholesky, A, upper);
+  EMBER_TRACE("aten::linalg_cholesky(Tensor A, bool upper=False) -> Tensor", linalg_cholesky, A,
+              upper);
   return linalg_cholesky_ex(A, upper, true).first;
 }
 
@@ -176,7 +179,8 @@ Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in,
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices) {
-  EMBER_TRACE("aten::linalg_svd(Tensor A, bool full_matrices) -> (Tensor, Tensor, Tensor)", linalg_svd, A, full_matrices);
+  EMBER_TRACE("aten::linalg_svd(Tensor A, bool full_matrices) -> (Tensor, Tensor, Tensor)",
+              linalg_svd, A, full_matrices);
   check_input(A, "linalg.svd", false);
   autograd::RecordScope rs({&A});
   Tensor Uo, So, Vho;

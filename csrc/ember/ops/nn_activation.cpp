@@ -6,9 +6,9 @@
 // are written so that the branch a `where` does not take can never produce an inf
 // or NaN (the unselected branch sees a safe input): its gradient is then exactly 0,
 // not 0 * inf. softmax / log_softmax are fused kernels.
-#include "ember/jit/trace_hook.h"
 #include "ember/ops/nn_activation.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/jit/trace_hook.h"
 
 #include <cmath>
 
@@ -214,7 +214,8 @@ void check_celu(double alpha) {
 }  // namespace
 
 Tensor hardtanh(const Tensor& x0, double lo, double hi) {
-  EMBER_TRACE("aten::hardtanh(Tensor self, float min_val=-1, float max_val=1) -> Tensor", hardtanh, x0, lo, hi);
+  EMBER_TRACE("aten::hardtanh(Tensor self, float min_val=-1, float max_val=1) -> Tensor", hardtanh,
+              x0, lo, hi);
   Tensor x = numeric(x0, "hardtanh");
   check_hardtanh(lo, hi);
   if (!fused(x)) return composite::hardtanh(x, lo, hi);
@@ -222,7 +223,9 @@ Tensor hardtanh(const Tensor& x0, double lo, double hi) {
 }
 
 Tensor relu6(const Tensor& x) {
-  EMBER_TRACE("aten::relu6(Tensor self) -> Tensor", relu6, x); return hardtanh(x, 0, 6); }
+  EMBER_TRACE("aten::relu6(Tensor self) -> Tensor", relu6, x);
+  return hardtanh(x, 0, 6);
+}
 
 Tensor leaky_relu(const Tensor& x0, double slope) {
   EMBER_TRACE("aten::leaky_relu(Tensor self, float slope=0.01) -> Tensor", leaky_relu, x0, slope);
@@ -232,14 +235,17 @@ Tensor leaky_relu(const Tensor& x0, double slope) {
 }
 
 Tensor elu(const Tensor& x0, double alpha, double scale, double input_scale) {
-  EMBER_TRACE("aten::elu(Tensor self, float alpha=1, float scale=1, float input_scale=1) -> Tensor", elu, x0, alpha, scale, input_scale);
+  EMBER_TRACE("aten::elu(Tensor self, float alpha=1, float scale=1, float input_scale=1) -> Tensor",
+              elu, x0, alpha, scale, input_scale);
   Tensor x = floating(x0, "elu");
   if (!fused(x)) return composite::elu(x, alpha, scale, input_scale);
   return act_forward(Act::elu, x, P(alpha, scale, input_scale), "EluBackward0");
 }
 
 Tensor selu(const Tensor& x) {
-  EMBER_TRACE("aten::selu(Tensor self) -> Tensor", selu, x); return elu(x, kSeluAlpha, kSeluScale, 1); }
+  EMBER_TRACE("aten::selu(Tensor self) -> Tensor", selu, x);
+  return elu(x, kSeluAlpha, kSeluScale, 1);
+}
 
 Tensor celu(const Tensor& x0, double alpha) {
   EMBER_TRACE("aten::celu(Tensor self, float alpha=1) -> Tensor", celu, x0, alpha);
@@ -267,7 +273,8 @@ Tensor silu(const Tensor& x0) {
 }
 
 Tensor softplus(const Tensor& x0, double beta, double threshold) {
-  EMBER_TRACE("aten::softplus(Tensor self, float beta=1, float threshold=20) -> Tensor", softplus, x0, beta, threshold);
+  EMBER_TRACE("aten::softplus(Tensor self, float beta=1, float threshold=20) -> Tensor", softplus,
+              x0, beta, threshold);
   Tensor x = floating(x0, "softplus");
   if (!fused(x)) return composite::softplus(x, beta, threshold);
   return act_forward(Act::softplus, x, P(beta, threshold), "SoftplusBackward0");
@@ -331,7 +338,8 @@ Tensor logsigmoid(const Tensor& x0) {
 }
 
 Tensor threshold(const Tensor& x0, double th, double value) {
-  EMBER_TRACE("aten::threshold(Tensor self, float threshold, float value) -> Tensor", threshold, x0, th, value);
+  EMBER_TRACE("aten::threshold(Tensor self, float threshold, float value) -> Tensor", threshold, x0,
+              th, value);
   Tensor x = numeric(x0, "threshold");
   if (!fused(x)) return composite::threshold(x, th, value);
   return act_forward(Act::threshold, x, P(th, value), "ThresholdBackward0");
@@ -340,14 +348,17 @@ Tensor threshold(const Tensor& x0, double th, double value) {
 // ---- in place: PyTorch's node of each `name_` ----------------------------------------
 
 const Tensor& hardtanh_(const Tensor& x, double lo, double hi) {
-  EMBER_TRACE("aten::hardtanh_(Tensor self, float min_val=-1, float max_val=1) -> Tensor", hardtanh_, x, lo, hi);
+  EMBER_TRACE("aten::hardtanh_(Tensor self, float min_val=-1, float max_val=1) -> Tensor",
+              hardtanh_, x, lo, hi);
   numeric(x, "hardtanh_");
   check_hardtanh(lo, hi);
   return act_inplace(Act::hardtanh, x, P(lo, hi), "hardtanh_", "HardtanhBackward0", true,
                      [=](const Tensor& s) { return hardtanh(s, lo, hi); });
 }
 const Tensor& relu6_(const Tensor& x) {
-  EMBER_TRACE("aten::relu6_(Tensor self) -> Tensor", relu6_, x); return hardtanh_(x, 0, 6); }
+  EMBER_TRACE("aten::relu6_(Tensor self) -> Tensor", relu6_, x);
+  return hardtanh_(x, 0, 6);
+}
 const Tensor& leaky_relu_(const Tensor& x, double slope) {
   EMBER_TRACE("aten::leaky_relu_(Tensor self, float slope=0.01) -> Tensor", leaky_relu_, x, slope);
   numeric(x, "leaky_relu_");
@@ -355,7 +366,9 @@ const Tensor& leaky_relu_(const Tensor& x, double slope) {
                      [=](const Tensor& s) { return leaky_relu(s, slope); });
 }
 const Tensor& elu_(const Tensor& x, double alpha, double scale, double input_scale) {
-  EMBER_TRACE("aten::elu_(Tensor self, float alpha=1, float scale=1, float input_scale=1) -> Tensor", elu_, x, alpha, scale, input_scale);
+  EMBER_TRACE(
+      "aten::elu_(Tensor self, float alpha=1, float scale=1, float input_scale=1) -> Tensor", elu_,
+      x, alpha, scale, input_scale);
   numeric(x, "elu_");
   return act_inplace(Act::elu, x, P(alpha, scale, input_scale), "elu_", "EluBackward1", true,
                      [=](const Tensor& s) { return elu(s, alpha, scale, input_scale); });
@@ -398,7 +411,8 @@ const Tensor& hardswish_(const Tensor& x) {
                      [](const Tensor& s) { return hardswish(s); });
 }
 const Tensor& threshold_(const Tensor& x, double th, double value) {
-  EMBER_TRACE("aten::threshold_(Tensor self, float threshold, float value) -> Tensor", threshold_, x, th, value);
+  EMBER_TRACE("aten::threshold_(Tensor self, float threshold, float value) -> Tensor", threshold_,
+              x, th, value);
   numeric(x, "threshold_");
   return act_inplace(Act::threshold, x, P(th, value), "threshold_", "ThresholdBackward1", true,
                      [=](const Tensor& s) { return threshold(s, th, value); });
@@ -476,7 +490,8 @@ Tensor glu(const Tensor& x, int64_t dim) {
 }
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-  EMBER_TRACE("aten::softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", softmax, x, dim, dtype);
+  EMBER_TRACE("aten::softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", softmax, x,
+              dim, dtype);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("softmax", {x});
     autocast::ExcludeGuard g_;
@@ -485,7 +500,8 @@ Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   return softmax_impl(x, dim, dtype, false);
 }
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-  EMBER_TRACE("aten::log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", log_softmax, x, dim, dtype);
+  EMBER_TRACE("aten::log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+              log_softmax, x, dim, dtype);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("log_softmax", {x});
     autocast::ExcludeGuard g_;

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ember/jit/trace_hook.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/autocast.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/surface.h"
@@ -66,7 +66,9 @@ bool equal(const Tensor& a, const Tensor& b) {
 }
 
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-  EMBER_TRACE("aten::isclose(Tensor self, Tensor b, float rtol, float atol, bool equal_nan) -> Tensor", isclose, a, b, rtol, atol, equal_nan);
+  EMBER_TRACE(
+      "aten::isclose(Tensor self, Tensor b, float rtol, float atol, bool equal_nan) -> Tensor",
+      isclose, a, b, rtol, atol, equal_nan);
   EMBER_CHECK(a.dtype() == b.dtype(),
               "isclose(): expected both input and other to have the same dtype, but got ",
               dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
@@ -86,7 +88,9 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-  EMBER_TRACE("aten::allclose(Tensor self, Tensor b, float rtol, float atol, bool equal_nan) -> bool", allclose, a, b, rtol, atol, equal_nan);
+  EMBER_TRACE(
+      "aten::allclose(Tensor self, Tensor b, float rtol, float atol, bool equal_nan) -> bool",
+      allclose, a, b, rtol, atol, equal_nan);
   Tensor c = isclose(a, b, rtol, atol, equal_nan);
   if (c.numel() == 0) return true;
   Tensor r = to_device(all(c), Device());
@@ -104,7 +108,9 @@ Tensor isneginf(const Tensor& a) {
   return bin(B::logical_and, un(U::isinf, a), bin(B::lt, a, S(0.0)));
 }
 Tensor isreal(const Tensor& a) {
-  EMBER_TRACE("aten::isreal(Tensor self) -> Tensor", isreal, a); return full(a.sizes(), Scalar(true), DType::Bool, a.device()); }
+  EMBER_TRACE("aten::isreal(Tensor self) -> Tensor", isreal, a);
+  return full(a.sizes(), Scalar(true), DType::Bool, a.device());
+}
 
 Tensor signbit(const Tensor& a) {
   EMBER_TRACE("aten::signbit(Tensor self) -> Tensor", signbit, a);
@@ -121,7 +127,9 @@ Tensor signbit(const Tensor& a) {
 }
 
 Tensor sgn(const Tensor& a) {
-  EMBER_TRACE("aten::sgn(Tensor self) -> Tensor", sgn, a); return un(U::sign, a); }
+  EMBER_TRACE("aten::sgn(Tensor self) -> Tensor", sgn, a);
+  return un(U::sign, a);
+}
 
 Tensor positive(const Tensor& a) {
   EMBER_TRACE("aten::positive(Tensor self) -> Tensor", positive, a);
@@ -278,7 +286,8 @@ Tensor lcm(const Tensor& a, const Tensor& b) {
 // Shifts as PyTorch: a shift by >= the bit width (or a negative one) gives 0
 // (or -1 for a negative value shifted right).
 Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {
-  EMBER_TRACE("aten::bitwise_left_shift(Tensor self, Tensor b) -> Tensor", bitwise_left_shift, a, b);
+  EMBER_TRACE("aten::bitwise_left_shift(Tensor self, Tensor b) -> Tensor", bitwise_left_shift, a,
+              b);
   integral_only("lshift", a, b);
   DType t = result_type(a, b);
   int bits = bits_of(t);
@@ -291,7 +300,8 @@ Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) {
-  EMBER_TRACE("aten::bitwise_right_shift(Tensor self, Tensor b) -> Tensor", bitwise_right_shift, a, b);
+  EMBER_TRACE("aten::bitwise_right_shift(Tensor self, Tensor b) -> Tensor", bitwise_right_shift, a,
+              b);
   integral_only("rshift", a, b);
   DType t = result_type(a, b);
   int bits = bits_of(t);
@@ -307,9 +317,13 @@ Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) {
 }
 
 Tensor clamp_min(const Tensor& a, const Tensor& min) {
-  EMBER_TRACE("aten::clamp_min(Tensor self, Tensor min) -> Tensor", clamp_min, a, min); return clamp(a, min, std::nullopt); }
+  EMBER_TRACE("aten::clamp_min(Tensor self, Tensor min) -> Tensor", clamp_min, a, min);
+  return clamp(a, min, std::nullopt);
+}
 Tensor clamp_max(const Tensor& a, const Tensor& max) {
-  EMBER_TRACE("aten::clamp_max(Tensor self, Tensor max) -> Tensor", clamp_max, a, max); return clamp(a, std::nullopt, max); }
+  EMBER_TRACE("aten::clamp_max(Tensor self, Tensor max) -> Tensor", clamp_max, a, max);
+  return clamp(a, std::nullopt, max);
+}
 
 Tensor ldexp(const Tensor& a, const Tensor& b) {
   EMBER_TRACE("aten::ldexp(Tensor self, Tensor b) -> Tensor", ldexp, a, b);
@@ -338,7 +352,8 @@ std::pair<Tensor, Tensor> frexp(const Tensor& a) {
 }
 
 Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
-  EMBER_TRACE("aten::addcmul(Tensor self, Tensor t1, Tensor t2, Scalar value) -> Tensor", addcmul, self, t1, t2, value);
+  EMBER_TRACE("aten::addcmul(Tensor self, Tensor t1, Tensor t2, Scalar value) -> Tensor", addcmul,
+              self, t1, t2, value);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("addcmul", {self, t1, t2});
     autocast::ExcludeGuard g_;
@@ -350,7 +365,8 @@ Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar va
 }
 
 Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
-  EMBER_TRACE("aten::addcdiv(Tensor self, Tensor t1, Tensor t2, Scalar value) -> Tensor", addcdiv, self, t1, t2, value);
+  EMBER_TRACE("aten::addcdiv(Tensor self, Tensor t1, Tensor t2, Scalar value) -> Tensor", addcdiv,
+              self, t1, t2, value);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("addcdiv", {self, t1, t2});
     autocast::ExcludeGuard g_;

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <numeric>
 
-#include "ember/jit/trace_hook.h"
 #include "ember/autograd/functions.h"
 #include "ember/core/parallel.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -51,7 +51,9 @@ const Tensor& write_out(const Tensor& result, const Tensor& out, const char* op)
 // ---- allocation --------------------------------------------------------------------
 
 Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device) {
-  EMBER_TRACE("aten::empty_strided(int[] size, int[] strides, ScalarType dtype, Device device) -> Tensor", empty_strided, sizes, strides, dtype, device);
+  EMBER_TRACE(
+      "aten::empty_strided(int[] size, int[] strides, ScalarType dtype, Device device) -> Tensor",
+      empty_strided, sizes, strides, dtype, device);
   EMBER_CHECK(sizes.size() == strides.size(),
               "empty_strided: mismatch in length of strides and shape (", sizes.size(), " sizes, ",
               strides.size(), " strides)");
@@ -148,7 +150,9 @@ Tensor clone(const Tensor& a, MemoryFormat fmt) {
 // ---- views and shapes ------------------------------------------------------------------
 
 Tensor ravel(const Tensor& a) {
-  EMBER_TRACE("aten::ravel(Tensor self) -> Tensor", ravel, a); return reshape(a, Shape{-1}); }
+  EMBER_TRACE("aten::ravel(Tensor self) -> Tensor", ravel, a);
+  return reshape(a, Shape{-1});
+}
 
 Tensor mT(const Tensor& a) {
   EMBER_TRACE("aten::mT(Tensor self) -> Tensor", mT, a);
@@ -186,7 +190,8 @@ static std::vector<Tensor> split_at(const Tensor& a, const std::vector<int64_t>&
 }
 
 std::vector<Tensor> tensor_split(const Tensor& a, int64_t sections, int64_t dim) {
-  EMBER_TRACE("aten::tensor_split.int_int(Tensor self, int sections, int dim) -> Tensor[]", tensor_split, a, sections, dim);
+  EMBER_TRACE("aten::tensor_split.int_int(Tensor self, int sections, int dim) -> Tensor[]",
+              tensor_split, a, sections, dim);
   EMBER_CHECK(
       a.dim() > 0,
       "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
@@ -204,7 +209,8 @@ std::vector<Tensor> tensor_split(const Tensor& a, int64_t sections, int64_t dim)
 
 std::vector<Tensor> tensor_split(const Tensor& a, const std::vector<int64_t>& indices,
                                  int64_t dim) {
-  EMBER_TRACE("aten::tensor_split.intList_int(Tensor self, int[] indices, int dim) -> Tensor[]", tensor_split, a, indices, dim);
+  EMBER_TRACE("aten::tensor_split.intList_int(Tensor self, int[] indices, int dim) -> Tensor[]",
+              tensor_split, a, indices, dim);
   EMBER_CHECK(
       a.dim() > 0,
       "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
@@ -235,12 +241,15 @@ std::vector<Tensor> hvd_split(const Tensor& a, char which, const std::vector<int
 }
 
 Tensor narrow_copy(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
-  EMBER_TRACE("aten::narrow_copy(Tensor self, int dim, int start, int length) -> Tensor", narrow_copy, a, dim, start, length);
+  EMBER_TRACE("aten::narrow_copy(Tensor self, int dim, int start, int length) -> Tensor",
+              narrow_copy, a, dim, start, length);
   return clone(narrow(a, dim, start, length));
 }
 
 Tensor broadcast_to(const Tensor& a, const Shape& shape) {
-  EMBER_TRACE("aten::broadcast_to(Tensor self, int[] size) -> Tensor", broadcast_to, a, shape); return expand(a, shape); }
+  EMBER_TRACE("aten::broadcast_to(Tensor self, int[] size) -> Tensor", broadcast_to, a, shape);
+  return expand(a, shape);
+}
 
 std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& ts) {
   EMBER_TRACE("aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]", broadcast_tensors, ts);
@@ -351,7 +360,8 @@ static int64_t combination_count(int64_t n, int64_t r, bool with_replacement) {
 }
 
 Tensor combinations(const Tensor& a, int64_t r, bool with_replacement) {
-  EMBER_TRACE("aten::combinations(Tensor self, int reduction, bool with_replacement) -> Tensor", combinations, a, r, with_replacement);
+  EMBER_TRACE("aten::combinations(Tensor self, int reduction, bool with_replacement) -> Tensor",
+              combinations, a, r, with_replacement);
   EMBER_CHECK(a.dim() == 1, "Expect a 1D vector, but got shape ", shape_str(a.sizes()));
   EMBER_CHECK(r >= 0, "Expect a non-negative number, but got ", r);
   if (r == 0) return empty(Shape{0}, a.dtype(), a.device());
@@ -463,16 +473,21 @@ static Tensor tri_indices(int64_t row, int64_t col, int64_t offset, DType dtype,
 }
 
 Tensor tril_indices(int64_t row, int64_t col, int64_t offset, DType dtype, Device device) {
-  EMBER_TRACE("aten::tril_indices(int row, int col, int offset, ScalarType dtype, Device device) -> Tensor", tril_indices, row, col, offset, dtype, device);
+  EMBER_TRACE(
+      "aten::tril_indices(int row, int col, int offset, ScalarType dtype, Device device) -> Tensor",
+      tril_indices, row, col, offset, dtype, device);
   return tri_indices(row, col, offset, dtype, device, true);
 }
 Tensor triu_indices(int64_t row, int64_t col, int64_t offset, DType dtype, Device device) {
-  EMBER_TRACE("aten::triu_indices(int row, int col, int offset, ScalarType dtype, Device device) -> Tensor", triu_indices, row, col, offset, dtype, device);
+  EMBER_TRACE(
+      "aten::triu_indices(int row, int col, int offset, ScalarType dtype, Device device) -> Tensor",
+      triu_indices, row, col, offset, dtype, device);
   return tri_indices(row, col, offset, dtype, device, false);
 }
 
 Tensor diag_embed(const Tensor& a, int64_t offset, int64_t dim1, int64_t dim2) {
-  EMBER_TRACE("aten::diag_embed(Tensor self, int offset, int dim1, int dim2) -> Tensor", diag_embed, a, offset, dim1, dim2);
+  EMBER_TRACE("aten::diag_embed(Tensor self, int offset, int dim1, int dim2) -> Tensor", diag_embed,
+              a, offset, dim1, dim2);
   int64_t nd = a.dim() + 1;
   dim1 = wrap_dim(dim1, nd);
   dim2 = wrap_dim(dim2, nd);
@@ -510,7 +525,8 @@ Tensor diagflat(const Tensor& a, int64_t offset) {
 }
 
 Tensor vander(const Tensor& x, std::optional<int64_t> n, bool increasing) {
-  EMBER_TRACE("aten::vander(Tensor self, int? n, bool increasing) -> Tensor", vander, x, n, increasing);
+  EMBER_TRACE("aten::vander(Tensor self, int? n, bool increasing) -> Tensor", vander, x, n,
+              increasing);
   EMBER_CHECK(x.dim() == 1, "x must be a one-dimensional tensor.");
   int64_t N = n.value_or(x.numel());
   EMBER_CHECK(N >= 0, "N must be non-negative.");
@@ -526,7 +542,8 @@ Tensor vander(const Tensor& x, std::optional<int64_t> n, bool increasing) {
 }
 
 Tensor unfold(const Tensor& a, int64_t dim, int64_t size, int64_t step) {
-  EMBER_TRACE("aten::unfold(Tensor self, int dim, int size, int step) -> Tensor", unfold, a, dim, size, step);
+  EMBER_TRACE("aten::unfold(Tensor self, int dim, int size, int step) -> Tensor", unfold, a, dim,
+              size, step);
   int64_t nd = std::max<int64_t>(a.dim(), 1);
   dim = wrap_dim(dim, nd);
   int64_t len = a.dim() == 0 ? 1 : a.sizes()[dim];
@@ -612,7 +629,8 @@ static void diagonal_views(const Tensor& a, bool wrap, std::vector<Tensor>& out)
 }
 
 const Tensor& fill_diagonal_(const Tensor& a, Scalar value, bool wrap) {
-  EMBER_TRACE_MUTATES("aten::fill_diagonal_(Tensor self, Scalar value, bool wrap) -> Tensor", fill_diagonal_, a, value, wrap);
+  EMBER_TRACE_MUTATES("aten::fill_diagonal_(Tensor self, Scalar value, bool wrap) -> Tensor",
+                      fill_diagonal_, a, value, wrap);
   EMBER_CHECK(a.dim() >= 2, "dimensions must larger than 1");
   int64_t h = a.sizes()[0];
   if (a.dim() > 2)

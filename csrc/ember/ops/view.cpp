@@ -1,5 +1,5 @@
-#include "ember/jit/trace_hook.h"
 #include "ember/ops/view.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -251,7 +251,8 @@ static Tensor region_view(const char* name, const Tensor& a, const Tensor& out,
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
-  EMBER_TRACE("aten::narrow(Tensor self, int dim, int start, int length) -> Tensor", narrow, a, dim, start, length);
+  EMBER_TRACE("aten::narrow(Tensor self, int dim, int start, int length) -> Tensor", narrow, a, dim,
+              start, length);
   EMBER_CHECK(a.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
   dim = wrap_dim(dim, a.dim());
   int64_t size = a.sizes()[dim];
@@ -290,7 +291,8 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index) {
 
 Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
              std::optional<int64_t> end_opt, int64_t step) {
-  EMBER_TRACE("aten::slice(Tensor self, int dim, int? start, int? end, int step) -> Tensor", slice, a, dim, start_opt, end_opt, step);
+  EMBER_TRACE("aten::slice(Tensor self, int dim, int? start, int? end, int step) -> Tensor", slice,
+              a, dim, start_opt, end_opt, step);
   EMBER_CHECK_INDEX(a.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
   EMBER_CHECK_VALUE(step > 0, "step must be greater than zero");
   dim = wrap_dim(dim, a.dim());
@@ -311,7 +313,8 @@ Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
 }
 
 Tensor diagonal(const Tensor& a, int64_t offset, int64_t d1, int64_t d2) {
-  EMBER_TRACE("aten::diagonal(Tensor self, int offset, int dim1, int d2) -> Tensor", diagonal, a, offset, d1, d2);
+  EMBER_TRACE("aten::diagonal(Tensor self, int offset, int dim1, int d2) -> Tensor", diagonal, a,
+              offset, d1, d2);
   int64_t n = a.dim();
   // Dims are checked first (IndexError), as PyTorch; on < 2 dims any valid pair is identical.
   d1 = wrap_dim(d1, n);
@@ -394,7 +397,8 @@ static std::vector<Tensor> split_pieces(const char* name, const Tensor& a, const
 }
 
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
-  EMBER_TRACE("aten::split(Tensor self, int split_size, int dim) -> Tensor[]", split, a, split_size, dim);
+  EMBER_TRACE("aten::split(Tensor self, int split_size, int dim) -> Tensor[]", split, a, split_size,
+              dim);
   EMBER_CHECK(a.dim() > 0, "split expects at least a 1-dimensional tensor");
   EMBER_CHECK(split_size >= 0,
               "split expects split_size be non-negative, but got split_size=", split_size);
@@ -411,7 +415,8 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
 }
 
 std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& sizes, int64_t dim) {
-  EMBER_TRACE("aten::split_with_sizes(Tensor self, int[] size, int dim) -> Tensor[]", split_with_sizes, a, sizes, dim);
+  EMBER_TRACE("aten::split_with_sizes(Tensor self, int[] size, int dim) -> Tensor[]",
+              split_with_sizes, a, sizes, dim);
   EMBER_CHECK(a.dim() > 0, "split expects at least a 1-dimensional tensor");
   dim = wrap_dim(dim, a.dim());
   int64_t total = 0;
@@ -460,7 +465,8 @@ Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
 }
 
 Tensor unflatten(const Tensor& a, int64_t dim, const Shape& sizes) {
-  EMBER_TRACE("aten::unflatten(Tensor self, int dim, int[] size) -> Tensor", unflatten, a, dim, sizes);
+  EMBER_TRACE("aten::unflatten(Tensor self, int dim, int[] size) -> Tensor", unflatten, a, dim,
+              sizes);
   EMBER_CHECK_INDEX(a.dim() > 0, "Dimension specified as ", dim,
                     " but tensor has no dimensions (unflatten of a 0-dim tensor)");
   dim = wrap_dim(dim, a.dim());
@@ -475,7 +481,8 @@ Tensor unflatten(const Tensor& a, int64_t dim, const Shape& sizes) {
 
 Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides,
                   std::optional<int64_t> offset) {
-  EMBER_TRACE("aten::as_strided(Tensor self, int[] size, int[] strides, int? offset) -> Tensor", as_strided, a, sizes, strides, offset);
+  EMBER_TRACE("aten::as_strided(Tensor self, int[] size, int[] strides, int? offset) -> Tensor",
+              as_strided, a, sizes, strides, offset);
   EMBER_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape");
   for (int64_t s : sizes) EMBER_CHECK(s >= 0, "as_strided: negative size ", s);
   Tensor out = make_view(a, sizes, strides, offset.value_or(a.storage_offset()));

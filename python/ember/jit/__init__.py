@@ -16,11 +16,17 @@ import contextlib
 import functools
 
 from .. import _C
-from ._module import (RecursiveScriptModule, ScriptFunction, ScriptModule, TopLevelTracedModule,
-                      TracedModule, script_method)
+from ._module import (
+    RecursiveScriptModule,
+    ScriptFunction,
+    ScriptModule,
+    TopLevelTracedModule,
+    TracedModule,
+    script_method,
+)
 from ._script import ScriptError
 from ._serialization import load, save
-from ._trace import TracerWarning, TracingCheckError, _untraced, is_tracing, trace, trace_module
+from ._trace import TracerWarning, TracingCheckError, _untraced, is_tracing, trace, trace_module  # noqa: F401
 
 __all__ = ["trace", "trace_module", "script", "script_method", "ignore", "unused", "export",
            "is_scripting", "is_tracing", "save", "load", "freeze", "optimize_for_inference",

@@ -38,11 +38,13 @@ class _Printer:
         self.inline = {}
         self.const_tensors = 0
 
-    def name(self, v):
+    def name(self, v, like=None):
+        """The printed name of ``v``; an unnamed value takes ``like``'s name (a loop's or
+        if's result is named after the variable it carries)."""
         key = v.unique
         if key in self.names:
             return self.names[key]
-        base = v.name if v.has_name else ""
+        base = v.name if v.has_name else (like.name if like is not None and like.has_name else "")
         base = re.sub(r"\.\d+$", "", base)
         base = re.sub(r"[^A-Za-z0-9_]", "_", base)
         if not base or base[0].isdigit() or keyword.iskeyword(base):
@@ -108,7 +110,7 @@ class _Printer:
         kind = n.kind
         outs = n.outputs()
         if kind == "prim::If":
-            names = [self.name(o) for o in outs]
+            names = [self.name(o, like=r) for o, r in zip(outs, n.blocks()[0].outputs())]
             self.emit(f"if {self.expr(n.inputs()[0])}:", indent)
             for bi, b in enumerate(n.blocks()):
                 if bi == 1:
@@ -123,7 +125,7 @@ class _Printer:
         if kind == "prim::Loop":
             trips, cond, *init = n.inputs()
             b = n.blocks()[0]
-            names = [self.name(o) for o in outs]
+            names = [self.name(o, like=p) for o, p in zip(outs, b.inputs()[1:])]
             for name, v in zip(names, init):
                 e = self.expr(v)
                 if e != name:

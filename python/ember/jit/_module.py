@@ -116,7 +116,7 @@ def _bind_args(fn, args, kwargs):
     bound = sig.bind(None, *args, **kwargs)
     bound.apply_defaults()
     out = list(bound.args[1:])
-    for name, v in bound.kwargs.items():  # keyword-only parameters
+    for _name, v in bound.kwargs.items():  # keyword-only parameters
         out.append(v)
     return tuple(out)
 
@@ -298,6 +298,41 @@ class RecursiveScriptModule(ScriptModule):
     def forward(self, *args, **kwargs):
         return self._c.run_method("forward", _bind_args(self._forward_fn, args, kwargs))
 
+    # ---- containers (ModuleList, Sequential, ModuleDict): indexing, len, iteration ----
+    _CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
+
+    def _container(self, what):
+        if self._original_name not in self._CONTAINERS:
+            raise TypeError(f"'{type(self).__name__}' object ({self._original_name}) does not "
+                            f"support {what}: only scripted or traced ModuleList, Sequential and "
+                            "ModuleDict do")
+        return self._modules
+
+    def __getitem__(self, idx):
+        mods = self._container("indexing")
+        if isinstance(idx, str):
+            return mods[idx]
+        items = list(mods.values())
+        if isinstance(idx, slice):
+            return items[idx]
+        try:
+            return items[idx.__index__()]
+        except IndexError:
+            raise IndexError(f"index {idx} is out of range") from None
+
+    def __len__(self):
+        return len(self._container("len()"))
+
+    def __iter__(self):
+        mods = self._container("iteration")
+        return iter(mods if self._original_name == "ModuleDict" else mods.values())
+
+    def __contains__(self, key):
+        return key in self._container("'in'")
+
+    def __bool__(self):
+        return True
+
     def __getattr__(self, name):
         # Methods of the C++ class other than forward.
         c = self.__dict__.get("_c")
@@ -315,7 +350,7 @@ class TopLevelTracedModule(TracedModule):
 
 
 def _wrap(c, memo, kind):
-    for k, v in memo.items():
+    for _k, v in memo.items():
         if isinstance(v, RecursiveScriptModule) and v._c.same(c):
             return v
     return kind(c, memo=memo)
@@ -334,9 +369,15 @@ class ScriptFunction:
             self.__doc__ = original.__doc__
 
     def __call__(self, *args, **kwargs):
-        if kwargs:
-            args = _bind_args_function(self._original, args, kwargs)
+        if kwargs or (self._original is not None and len(args) != self._num_inputs()):
+            args = _bind_args_function(self._original, args, kwargs)  # defaults filled in
         return self._fn(*args)
+
+    def _num_inputs(self):
+        n = self.__dict__.get("_n_inputs")
+        if n is None:
+            n = self._n_inputs = len(self._fn.graph.inputs())
+        return n
 
     @property
     def graph(self):

@@ -147,9 +147,9 @@ def from_annotation(ann, where=""):
         return ANY
     origin = typing.get_origin(ann)
     args = typing.get_args(ann)
-    if origin in (list, typing.List):
+    if origin in (list, list):
         return list_of(from_annotation(args[0], where) if args else TENSOR)
-    if origin in (tuple, typing.Tuple):
+    if origin in (tuple, tuple):
         return tuple_of([from_annotation(a, where) for a in args])
     if origin is typing.Union:
         rest = [a for a in args if a is not type(None)]
@@ -168,7 +168,7 @@ def from_annotation(ann, where=""):
 
 def _eval_annotation(s):
     import ember
-    ns = {"Tensor": ember.Tensor, "List": typing.List, "Tuple": typing.Tuple,
+    ns = {"Tensor": ember.Tensor, "List": list, "Tuple": tuple,
           "Optional": typing.Optional, "int": int, "float": float, "bool": bool, "str": str,
           "Any": typing.Any, "torch": ember, "ember": ember, "None": None}
     return eval(s, ns)  # noqa: S307 - annotations of the user's own source
