@@ -1,11 +1,12 @@
 """ember.jit.script: each construct of the supported subset, compiled and run against
 Python, and the errors for what is not supported."""
-from typing import List, Optional, Tuple
+from typing import Optional
+
+import pytest
 
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-import pytest
 from ember import Tensor
 from ember.testing import assert_close
 
@@ -77,8 +78,8 @@ def test_range_start_stop_step():
 
 
 def test_lists_append_index_len_and_tuples():
-    def f(x) -> Tuple[Tensor, int]:
-        parts: List[Tensor] = []
+    def f(x) -> tuple[Tensor, int]:
+        parts: list[Tensor] = []
         for i in range(x.size(0)):
             parts.append(x[i] * i)
         a, b = parts[0], parts[-1]
@@ -87,7 +88,7 @@ def test_lists_append_index_len_and_tuples():
 
 
 def test_for_over_list_and_tuple_unpacking():
-    def f(xs: List[Tensor]):
+    def f(xs: list[Tensor]):
         out = xs[0]
         for t in xs:
             out = out + t
@@ -242,7 +243,7 @@ def test_unsupported_constructs_name_line_and_hint(tmp_path, src, msg):
 
 def test_script_code_and_save_load(tmp_path):
     def f(x, n: int):
-        for i in range(n):
+        for i in range(n):  # noqa: B007
             x = x * 2
         return x
     s = ember.jit.script(f)

@@ -25,7 +25,6 @@ import inspect
 import textwrap
 
 from .. import _C
-from . import _types as T
 
 __all__ = ["ScriptError", "script_function", "script_module", "compile_script_methods"]
 

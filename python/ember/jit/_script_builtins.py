@@ -7,7 +7,7 @@ import builtins
 from .. import _C
 from . import _script_ops as ops
 from . import _types as T
-from ._script import Const, ScriptError, Val
+from ._script import Const, ScriptError
 
 # Python names whose op has another name.
 ALIASES = {"max": "maximum", "min": "minimum", "absolute": "abs", "multiply": "mul",
@@ -111,6 +111,15 @@ def call_builtin(c, fn, args, kwargs, node):
         t = ops._kind(args[0])
         if T.is_list(t) and not isinstance(args[0], Const):
             return args[0]  # sizes stay a list (what the ops take)
+    name = getattr(fn, "__name__", "")
+    if name in _LIKE_FILL and fn is getattr(_C, name, None) and args:
+        return _like_factory(c, name, args, kwargs, node)
+    if name in ("conv1d", "conv2d", "conv3d") and fn is getattr(ember.nn.functional, name, None):
+        return _conv(c, name, args, kwargs, node)
+    if fn is builtins.type and len(args) == 1:
+        from ._script import ModuleRef
+        if isinstance(args[0], ModuleRef):  # type(self).__name__ in messages
+            return Const(type(args[0].module))
     if fn is builtins.str and len(args) == 1 and not all_const:
         return c.emit_op("aten::str", [c.val(args[0])], node)
     if fn is builtins.range:
@@ -133,6 +142,68 @@ def call_builtin(c, fn, args, kwargs, node):
     if fn in (getattr(ember.jit, "is_tracing", None),):
         return Const(False)
     return NotImplemented
+
+
+_LIKE_FILL = {"zeros_like": 0, "ones_like": 1, "empty_like": None, "full_like": "arg"}
+
+
+def _like_factory(c, name, args, kwargs, node):
+    """zeros_like/ones_like/full_like/empty_like(x, [fill], dtype=, device=): empty_like
+    then fill_, the ops a trace of them records."""
+    kwargs = dict(kwargs)
+    x = args[0]
+    fill = _LIKE_FILL[name]
+    if fill == "arg":
+        if len(args) < 2 and "fill_value" not in kwargs:
+            raise c.error(node, "full_like() missing its fill_value")
+        fill = args[1] if len(args) > 1 else kwargs.pop("fill_value")
+    elif len(args) > 1:
+        raise c.error(node, f"{name}() takes 1 positional argument")
+    dtype = kwargs.pop("dtype", Const(None))
+    device = kwargs.pop("device", Const(None))
+    kwargs.pop("layout", None)
+    rg = kwargs.pop("requires_grad", Const(False))
+    if kwargs or not (isinstance(rg, Const) and not rg.value):
+        raise c.error(node, f"{name}(): only dtype= and device= are supported in scripts")
+    t = c.emit_op("aten::empty_like", [x, dtype, device], node)
+    if fill is None:
+        return t
+    return c.emit_op("aten::fill_.Scalar", [t, fill if not isinstance(fill, int) else Const(fill)],
+                     node)
+
+
+def _conv(c, name, args, kwargs, node):
+    """F.conv1d/2d/3d: the Python wrapper's argument normalization at compile time (the
+    options are constants in every module), then aten::convolution."""
+    from ..nn._functional import conv as fconv
+    nsp = int(name[4])
+    names = ["input", "weight", "bias", "stride", "padding", "dilation", "groups"]
+    defaults = [None, None, Const(None), Const(1), Const(0), Const(1), Const(1)]
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in bound:
+            raise c.error(node, f"{name}() got an unexpected keyword argument '{k}'")
+        bound[k] = v
+    vals = [bound.get(k, d) for k, d in zip(names, defaults)]
+    if vals[0] is None or vals[1] is None:
+        raise c.error(node, f"{name}() needs input and weight")
+    opts = vals[3:]
+    if not all(isinstance(o, Const) for o in opts):
+        raise c.error(node, f"{name}(): stride, padding, dilation and groups must be constants "
+                            "in a script")
+    stride, padding, dilation, groups = (o.value for o in opts)
+    stride = fconv._ntuple(stride, nsp, name, "stride")
+    dilation = fconv._ntuple(dilation, nsp, name, "dilation")
+    if isinstance(padding, str):
+        if padding != "valid":
+            raise c.error(node, f"{name}(): padding={padding!r} is not supported in scripts; "
+                                "give the padding as numbers")
+        lo = hi = (0,) * nsp
+    else:
+        lo = hi = fconv._ntuple(padding, nsp, name, "padding")
+    cst = [Const(list(stride)), Const(list(lo)), Const(list(hi)), Const(list(dilation)),
+           Const(False), Const([0] * nsp), Const(int(groups)), Const(name)]
+    return c.emit_op("aten::convolution", vals[:3] + cst, node)
 
 
 def _arange(c, args, kwargs, node):

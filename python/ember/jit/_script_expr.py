@@ -9,7 +9,7 @@ import operator
 from .. import _C
 from . import _script_ops as ops
 from . import _types as T
-from ._script import HINT, Const, ModuleRef, ScriptError, Val
+from ._script import HINT, Const, ModuleRef, Val
 
 _INT_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv",
                ast.Mod: "remainder", ast.Div: "div", ast.Pow: "pow"}

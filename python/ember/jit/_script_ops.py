@@ -164,7 +164,7 @@ def match(q, args, kwargs, strict):
         slots[k] = v
     from ._script import Const
     score = 0
-    for k, (name, typ, dflt, _, _) in enumerate(sargs):
+    for k, (_name, typ, dflt, _, _) in enumerate(sargs):
         if slots[k] is None:
             if dflt is Ellipsis:
                 return None

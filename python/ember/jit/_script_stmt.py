@@ -607,7 +607,7 @@ def _eval_ann(node, src):
     ns = dict(src.globals)
     ns.update(src.closure)
     import typing
-    ns.setdefault("List", typing.List)
+    ns.setdefault("List", list)
     ns.setdefault("Optional", typing.Optional)
-    ns.setdefault("Tuple", typing.Tuple)
+    ns.setdefault("Tuple", tuple)
     return eval(text, ns)  # noqa: S307 - the user's own annotation
