@@ -48,6 +48,7 @@ class Ctx:
         self.tuples = {}    # graph value unique -> list of graph values
         self.dtypes = {}    # ONNX name -> ember dtype name (when known)
         self.counter = 0
+        self.ranks = {}     # ONNX name -> rank (when known)
 
     def fresh(self, base="t"):
         self.counter += 1
@@ -134,6 +135,45 @@ class Ctx:
             self.dtypes.setdefault(name, _dtype_name(v.dtype))
 
 
+_DATA_GUARDS = ("prim::GuardTensorBool", "prim::GuardItem", "prim::GuardValues")
+
+
+def _drop_guards(g):
+    """Removes the trace's guards (an ONNX graph has no way to raise): the shape guards
+    become the exported model's fixed sizes, as PyTorch's export specializes them; a guard
+    on tensor values (a data-dependent branch) is named in a warning, since the exported
+    model always takes the traced path. The int ops that only fed guards go with DCE."""
+    from ..jit import TracerWarning
+    for n in list(g.nodes()):
+        if n.kind.startswith("prim::Guard"):
+            if n.kind in _DATA_GUARDS:
+                what = n.attr("what") if n.has_attr("what") else n.kind
+                warnings.warn(f"ember.onnx.export: the traced model depended on tensor values "
+                              f"({what}, at {n.source}); the exported graph always takes the "
+                              "path the example inputs took", TracerWarning, stacklevel=3)
+            n.destroy()
+    _C._jit_pass_dce(g)
+
+
+def _fold_tuples(g):
+    """TupleUnpack/ListUnpack of a TupleConstruct/ListConstruct (a submodule's result after
+    inlining) reads the constructed values directly, so nested tuples leave the graph."""
+    pairs = {"prim::TupleUnpack": "prim::TupleConstruct", "prim::ListUnpack": "prim::ListConstruct"}
+    changed = True
+    while changed:
+        changed = False
+        for n in g.nodes():
+            want = pairs.get(n.kind)
+            if want is None:
+                continue
+            src = n.inputs()[0].node()
+            if src.kind == want and len(src.inputs()) == len(n.outputs()):
+                for o, i in zip(n.outputs(), src.inputs()):
+                    o.replace_all_uses_with(i)
+                changed = True
+        _C._jit_pass_dce(g)
+
+
 def _graph_for(model, args, training):
     import ember
     from ember import jit
@@ -147,17 +187,21 @@ def _graph_for(model, args, training):
     try:
         if isinstance(model, jit.ScriptFunction):
             g = model.graph.copy()
+            _drop_guards(g)
             _C._jit_pass_optimize(g)
             return g, False
         traced = model if isinstance(model, jit.ScriptModule) and getattr(model, "_c", None) \
             is not None else jit.trace(model, args, check_trace=False)
         if isinstance(traced, jit.ScriptFunction):
             g = traced.graph.copy()
+            _drop_guards(g)
             _C._jit_pass_optimize(g)
             return g, False
         traced._sync_to_c()
         g = traced._c.inlined_graph("forward")
         _C._jit_pass_freeze(g, traced._c)
+        _drop_guards(g)
+        _fold_tuples(g)
         _C._jit_pass_optimize(g)
         return g, True
     finally:
@@ -210,7 +254,7 @@ def export(model, args, f=None, export_params=True, verbose=False, training=None
             node_items = [u for u in v.uses()]
             n_elems = len(v.type.strip("()").split(","))
             elems = []
-            for j in range(n_elems):
+            for _j in range(n_elems):
                 t = flat_args[k]
                 nm = names[k] if k < len(names) else f"input.{k}"
                 onnx_inputs.append(_value_info(ctx, nm, t, dyn.get(nm)))
@@ -229,12 +273,18 @@ def export(model, args, f=None, export_params=True, verbose=False, training=None
         _symbolics.convert(ctx, n)
     outs = graph.outputs()
     flat_out = []
+    ranks = {}
     for o in outs:
         if o.unique in ctx.tuples:
             flat_out += ctx.tuples[o.unique]
         else:
             flat_out.append(ctx.name(o))
+            if _rank(o.type) is not None:
+                ranks[flat_out[-1]] = _rank(o.type)
     onames = list(output_names or [])
+    inferred = _inferred_ranks(ctx, onnx_inputs, flat_out, export_params, opset)
+    for nm, r in inferred.items():
+        ranks.setdefault(nm, r)
     onnx_outputs = []
     for j, nm in enumerate(flat_out):
         want = onames[j] if j < len(onames) else f"output.{j}" if j else "output"
@@ -242,10 +292,18 @@ def export(model, args, f=None, export_params=True, verbose=False, training=None
             ctx.nodes.append(ctx.helper.make_node("Identity", [nm], [want]))
             ctx.dtypes[want] = ctx.dtypes.get(nm, "float32")
         elem = _ONNX_DTYPE.get(ctx.dtypes.get(want, "float32"), 1)
-        shape = None
+        # The rank is known; the sizes are left to shape inference (they may follow a
+        # dynamic input axis), named where dynamic_axes names them.
+        rank = ranks.get(nm, ranks.get(want))
+        if rank is None:
+            rank = ctx.ranks.get(nm)
+        shape = [None] * rank if rank is not None else None
         axes = dyn.get(want)
+        if axes and shape is not None:
+            items = axes.items() if isinstance(axes, dict) else ((a, f"{want}_dim{a}") for a in axes)
+            for a, sym in items:
+                shape[a] = sym
         onnx_outputs.append(ctx.helper.make_tensor_value_info(want, elem, shape))
-        del axes
     gp = ctx.helper.make_graph(ctx.nodes, "ember_graph", onnx_inputs, onnx_outputs,
                                initializer=ctx.initializers if export_params else [])
     m = ctx.helper.make_model(gp, opset_imports=[ctx.helper.make_opsetid("", opset)],
@@ -261,6 +319,35 @@ def export(model, args, f=None, export_params=True, verbose=False, training=None
     elif isinstance(f, io.IOBase) or hasattr(f, "write"):
         f.write(m.SerializeToString())
     return None
+
+
+def _inferred_ranks(ctx, onnx_inputs, names, export_params, opset):
+    """The ranks ONNX shape inference finds for the values ``names`` (graph outputs whose
+    traced type carries no sizes)."""
+    import onnx
+    h = ctx.helper
+    outs = [h.make_empty_tensor_value_info(n) for n in names]
+    gp = h.make_graph(list(ctx.nodes), "ranks", onnx_inputs, outs,
+                      initializer=ctx.initializers if export_params else [])
+    m = h.make_model(gp, opset_imports=[h.make_opsetid("", opset)])
+    try:
+        m = onnx.shape_inference.infer_shapes(m)
+    except Exception:  # noqa: BLE001 - ranks stay unknown, the checker says what is wrong
+        return {}
+    found = {}
+    for vi in list(m.graph.value_info) + list(m.graph.output):
+        t = vi.type.tensor_type
+        if t.HasField("shape"):
+            found[vi.name] = len(t.shape.dim)
+    return found
+
+
+def _rank(type_str):
+    """The rank a traced tensor type records ("Float(3, 16)" -> 2, "Float()" -> 0), or None."""
+    if "(" not in type_str or not type_str[:1].isupper() or type_str.startswith("("):
+        return None
+    inner = type_str[type_str.index("(") + 1:type_str.rindex(")")].strip()
+    return 0 if not inner else len(inner.split(","))
 
 
 def _value_info(ctx, name, t, axes):

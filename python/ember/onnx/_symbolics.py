@@ -538,9 +538,9 @@ def _rnn(ctx, n, mode, data, bs, hx, cx, params, has_biases, num_layers, dropout
     B = batch[0]
     if any(b != B for b in batch):
         raise UnsupportedOperatorError("ember.onnx.export: packed sequences of varying length")
-    weights = [C(ctx, p) for p in ctx.lists.get(params.unique, [])] if params.unique in ctx.lists \
-        else list(C(ctx, params))
-    weights = [C(ctx, w) if hasattr(w, "unique") else w for w in weights]
+    # frozen parameters: the list's items are constant values of the graph
+    items = ctx.lists[params.unique] if params.unique in ctx.lists else list(C(ctx, params))
+    weights = [w if isinstance(w, _C.Tensor) else C(ctx, w) for w in items]
     layers = int(C(ctx, num_layers))
     D = 2 if C(ctx, bidi) else 1
     biased = bool(C(ctx, has_biases))
