@@ -65,6 +65,16 @@ def test_example_app_runs_traced_resnet18(example_app, tmp_path):
     assert "grad_fn=<SliceBackward0>" in p.stdout
 
 
+def test_example_app_links_the_blas(example_app):
+    """The core finds the BLAS with dlsym: the app must load it itself (no Python to do it),
+    or every matmul would run the fallback GEMM."""
+    from ember import _blas
+    if _blas.PATH is None or shutil.which("readelf") is None:
+        pytest.skip("no scipy-openblas32 or readelf here")
+    out = subprocess.run(["readelf", "-d", str(example_app)], stdout=subprocess.PIPE, text=True).stdout
+    assert os.path.basename(_blas.PATH) in out
+
+
 def test_example_app_reports_a_bad_file(example_app, tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not an archive")

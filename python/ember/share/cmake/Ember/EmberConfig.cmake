@@ -53,7 +53,10 @@ if(NOT TARGET Ember::ember)
   add_library(Ember::ember SHARED IMPORTED)
   set(_ember_link Threads::Threads ${CMAKE_DL_LIBS})
   if(_ember_blas)
-    list(PREPEND _ember_link "${_ember_blas}")
+    # Nothing in a program references the BLAS's symbols directly (the core finds them with
+    # dlsym), so a linker that drops unused libraries (--as-needed, Debian/Ubuntu's default)
+    # would leave it out and the core would run its fallback GEMM: keep it needed.
+    list(PREPEND _ember_link "-Wl,--no-as-needed" "${_ember_blas}" "-Wl,--as-needed")
   endif()
   set_target_properties(Ember::ember PROPERTIES
     IMPORTED_LOCATION "${EMBER_CORE_LIBRARY}"
