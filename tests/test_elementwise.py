@@ -7,6 +7,7 @@ with PyTorch 1.13 over the same op table); values against NumPy.
 import builtins
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -125,10 +126,15 @@ def test_unary_inplace_and_out(op, rng):
     assert r is out
     check_value(out, expected.numpy(), op.name)
     # wrong out shape: resized, with PyTorch's deprecation warning
-    wrong = ember.from_numpy(np.zeros((2,), dtype=out.numpy().dtype))
+    wrong = ember.zeros(2, dtype=out.dtype)
     with pytest.warns(UserWarning, match=r"resized since it had shape \[2\]"):
         f(t, out=wrong)
     check_value(wrong, expected.numpy(), op.name)
+    # ... but memory NumPy owns cannot grow (PyTorch: storage that is not resizable)
+    foreign = ember.from_numpy(np.zeros((2,), dtype=out.numpy().dtype))
+    with pytest.raises(RuntimeError, match="not resizable"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f(t, out=foreign)
     # in-place (only where the result dtype is the input dtype)
     if expected.dtype == t.dtype:
         v0 = t._version
@@ -235,7 +241,7 @@ def test_binary_inplace_and_out(op, rng):
     out = ember.from_numpy(np.zeros((3, 4), dtype=expected.numpy().dtype))
     assert f(x, y, out=out) is out
     check_value(out, expected.numpy(), op.name)
-    wrong = ember.from_numpy(np.zeros((4,), dtype=expected.numpy().dtype))
+    wrong = ember.zeros(4, dtype=expected.dtype)
     with pytest.warns(UserWarning, match=r"had shape \[4\], which does not match the required "
                       r"output shape \[3, 4\]"):
         f(x, y, out=wrong)
@@ -384,9 +390,10 @@ def test_alpha_only_for_add_and_sub():
     a = ember.tensor([1.0, 2.0])
     np.testing.assert_array_equal(ember.add(a, a, alpha=2).numpy(), [3.0, 6.0])
     np.testing.assert_array_equal(a.sub(a, alpha=0.5).numpy(), [0.5, 1.0])
-    with pytest.raises(TypeError, match="unexpected keyword argument 'alpha'"):
+    # the other table ops' signatures have no alpha (pybind's TypeError lists the signature)
+    with pytest.raises(TypeError, match=r"(?s)mul\(\): incompatible.*kwargs: alpha=2"):
         ember.mul(a, a, alpha=2)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'alpha'"):
+    with pytest.raises(TypeError, match=r"(?s)mul_\(\): incompatible.*kwargs: alpha=2"):
         a.mul_(a, alpha=2)
 
 

@@ -10,6 +10,7 @@ import struct
 
 import numpy as np
 import pytest
+from checkpoint_helpers import rechecksummed
 
 import ember
 from ember import serialization
@@ -123,15 +124,7 @@ def test_shared_view_entries_are_validated():
         ember.load(io.BytesIO(_rechecksummed(bad)))
 
 
-def _rechecksummed(data):
-    """`data` with header_crc32c recomputed, as a writer of a hostile file would."""
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    crc = ember._C._crc32c(serialization._canonical_header_bytes(header))
-    header["__metadata__"]["header_crc32c"] = f"{crc:08x}"
-    hb = json.dumps(header, separators=(",", ":")).encode()
-    hb += b" " * (-len(hb) % 8)
-    return struct.pack("<Q", len(hb)) + hb + data[8 + n:]
+_rechecksummed = rechecksummed
 
 
 def test_deepcopy_and_pickle_keep_views_shared():

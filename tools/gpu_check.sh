@@ -78,6 +78,10 @@ MEMCHECK=(
   "tests/test_cuda_linalg.py::test_solve_broadcast_and_noncontiguous[float32]"   # cuSOLVER
   tests/test_cuda_runtime.py::test_streams_events_on_gpu                         # runtime
   tests/test_cuda_runtime.py::test_memory_stats_on_gpu
+  tests/test_hardening.py::test_logcumsumexp_running_max                         # log-scan
+  tests/test_sparse.py::test_coalesce_large_random                               # sparse
+  tests/test_sparse_ops.py::test_sparse_dense_products                           # cuSPARSE
+  tests/test_cuda_distributed.py::test_nccl_collectives_world_of_one             # NCCL
 )
 # What comes back from a device run: at most 8 files under $OUT.
 OUT_FILES=(summary.md env.txt build.log tests.log junit.xml memcheck.log quickstart.log bench.log)

@@ -19,7 +19,7 @@ short, int, long = int16, int32, int64
 
 from ._ops import *  # noqa: E402,F401,F403
 from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, ...)
-from ._storage import strided, layout  # noqa: E402,F401  (Tensor.storage(), .layout)
+from ._storage import strided, sparse_coo, layout  # noqa: E402,F401  (Tensor.storage(), .layout)
 from . import cuda, version  # noqa: E402,F401
 from . import autograd, linalg, testing  # noqa: E402,F401
 from . import backends  # noqa: E402,F401  (ember.backends.cpu.get_cpu_capability)
@@ -28,11 +28,17 @@ from .autograd.grad_mode import (  # noqa: E402,F401
     is_inference_mode_enabled,
 )
 
+from . import sparse  # noqa: E402,F401  (ember.sparse: mm, addmm, sum, softmax)
+from .sparse._coo import sparse_coo_tensor  # noqa: E402,F401
+
 # As torch: `import ember` gives ember.nn, ember.optim and ember.utils.data.
 from . import nn, optim, utils  # noqa: E402,F401
 import ember.utils.data  # noqa: E402,F401
 from . import amp, cpu, profiler  # noqa: E402,F401  (mixed precision, op profiler)
 from . import jit, onnx  # noqa: E402,F401  (trace/script/save/load, ONNX export)
+# As torch: ember.distributed, ember.futures and ember.multiprocessing come with `import ember`
+# (the last registers how tensors cross process boundaries: shared memory).
+from . import distributed, futures, multiprocessing  # noqa: E402,F401
 from .amp.autocast_mode import (  # noqa: E402,F401
     autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled, set_autocast_dtype,
     is_autocast_cpu_enabled, get_autocast_cpu_dtype, get_autocast_gpu_dtype,
@@ -44,5 +50,12 @@ from ._settings import (  # noqa: E402,F401
     set_float32_matmul_precision, get_float32_matmul_precision, use_deterministic_algorithms,
     are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled,
 )
+
+# The legacy typed constructors (ember.FloatTensor(...), isinstance(t, ember.LongTensor)) and
+# the device-neutral accelerator API (torch.accelerator).
+from ._legacy_types import set_default_tensor_type, _install as _install_legacy_types  # noqa: E402
+_install_legacy_types()  # ember.FloatTensor ... and ember.cuda.FloatTensor ...
+from . import accelerator  # noqa: E402,F401
+from .accelerator import get_device_module  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -304,6 +304,7 @@ from ._C import softmax as softmax
 from ._C import sort as sort
 from ._C import special_i1 as special_i1
 from ._C import split as split
+from ._C import spmm as spmm
 from ._C import sqrt as sqrt
 from ._C import square as square
 from ._C import squeeze as squeeze

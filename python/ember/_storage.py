@@ -80,11 +80,18 @@ class TypedStorage(UntypedStorage):
         return f"{body}\n[{name} of size {len(self)}]"
 
 
+def _no_sparse_storage(t):
+    if t.is_sparse:
+        raise NotImplementedError("Cannot access storage of SparseTensorImpl")
+
+
 def _storage(self):
+    _no_sparse_storage(self)
     return TypedStorage(self._storage_view(False))
 
 
 def _untyped_storage(self):
+    _no_sparse_storage(self)
     return UntypedStorage(self._storage_view(True))
 
 
@@ -93,7 +100,7 @@ _C.Tensor.untyped_storage = _untyped_storage
 
 
 class layout:
-    """Memory layout of a tensor; ember has only ``ember.strided``."""
+    """Memory layout of a tensor: ``ember.strided`` or ``ember.sparse_coo``."""
 
     def __init__(self, name):
         self._name = name
@@ -108,7 +115,10 @@ class layout:
 
 
 strided = layout("strided")
-_C.Tensor.layout = property(lambda self: strided, doc="The memory layout: always ember.strided.")
+sparse_coo = layout("sparse_coo")
+_LAYOUTS = (strided, sparse_coo)  # indexed by Tensor._layout_id (core/tensor.h's Layout)
+_C.Tensor.layout = property(lambda self: _LAYOUTS[self._layout_id],
+                            doc="The memory layout: ember.strided or ember.sparse_coo.")
 
 
 def _cuda(self, device=None, non_blocking=False, memory_format=None):

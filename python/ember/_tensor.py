@@ -96,7 +96,10 @@ def _deepcopy(self, memo):
     (the storage is memoized), as in PyTorch."""
     if id(self) in memo:
         return memo[id(self)]
-    if self.numel() == 0:
+    if self.is_sparse:
+        result = _rebuild_sparse(_deepcopy(self._indices(), memo), _deepcopy(self._values(), memo),
+                                 tuple(self.shape), self.is_coalesced(), False)
+    elif self.numel() == 0:
         result = self.clone()
     else:
         skey = ("ember.storage", self._storage_ptr(), str(self.dtype), str(self.device))
@@ -171,9 +174,20 @@ def _rebuild_view(flat, shape, stride, offset, requires_grad=False):
     return t
 
 
+def _rebuild_sparse(indices, values, size, coalesced, requires_grad=False):
+    """A sparse COO tensor from pickled parts (bounds and the coalesced claim checked)."""
+    t = _C._sparse_coo_tensor(indices, values, tuple(size), None, None, True, bool(coalesced))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def _reduce_ex(self, protocol):
     dtype_name = str(self.dtype).split(".")[-1]
     requires_grad = bool(getattr(self, "requires_grad", False))
+    if self.is_sparse:
+        return (_rebuild_sparse, (self._indices(), self._values(), tuple(self.shape),
+                                  self.is_coalesced(), requires_grad))
     if self.numel() == 0:
         return (_rebuild_tensor, (b"", dtype_name, tuple(self.shape), str(self.device),
                                   requires_grad))
@@ -215,7 +229,8 @@ def _array_interface(self):
     # Only CPU tensors NumPy can represent; otherwise NumPy falls back to __array__,
     # which raises the precise error.
     typestr = _TYPESTR.get(str(self.dtype).split(".")[-1])
-    if typestr is None or self.device.type != "cpu" or getattr(self, "requires_grad", False):
+    if (typestr is None or self.device.type != "cpu" or getattr(self, "requires_grad", False)
+            or self.is_sparse):
         raise AttributeError("__array_interface__")
     item = self.element_size()
     return {
@@ -270,6 +285,18 @@ def _map_(self, tensor, callable):
 
 Tensor.apply_ = _apply_
 Tensor.map_ = _map_
+
+
+def _false(self):
+    return False
+
+
+# The backend and layout queries PyTorch programs make on any tensor (is_cpu and is_cuda are
+# bound in C++; is_sparse belongs to the sparse layout): ember has no tensors of these kinds.
+for _name in ("is_xpu", "is_ipu", "is_mps", "is_mtia", "is_maia", "is_vulkan", "is_xla",
+              "is_meta", "is_mkldnn", "is_quantized", "is_nested", "is_sparse_csr"):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, property(_false, doc=f"{_name}: always False in ember."))
 
 
 # Module-level names of this area, attached to the ember package (its __init__

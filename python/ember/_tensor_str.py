@@ -180,13 +180,14 @@ def _tensor_str(t, indent):
     return _nested_str(values, t.dim(), indent, fmt)
 
 
-def _add_suffixes(tensor_str, suffixes, indent):
+def _add_suffixes(tensor_str, suffixes, indent, force_newline=False):
     out = [tensor_str]
     last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
             out.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
+            force_newline = False
         else:
             out.append(", " + suffix)
             last_line_len += len(suffix) + 2
@@ -212,7 +213,21 @@ def _str(self, *, tensor_contents=None):
     if self.device.type != "cpu":
         suffixes.append(f"device='{self.device}'")
     default = ember.get_default_dtype()
-    if self.numel() == 0:
+    if self.is_sparse:
+        # PyTorch's layout: the stored indices and values, then size, nnz and layout.
+        suffixes.append("size=" + str(tuple(self.shape)))
+        suffixes.append("nnz=" + str(self._nnz()))
+        if self.dtype not in (default, ember.int64, ember.bool):
+            suffixes.append("dtype=" + str(self.dtype))
+        parts = []
+        for name, part in (("indices", self._indices()), ("values", self._values())):
+            prefix_ = name + "=tensor("
+            s = _tensor_str(part.detach(), indent + len(prefix_))
+            if part.numel() == 0:
+                s += ", size=" + str(tuple(part.shape))
+            parts.append(prefix_ + s + ")")
+        body = (",\n" + " " * indent).join(parts)
+    elif self.numel() == 0:
         # Empty tensors show their shape unless it is (0,), and any non-default dtype.
         if self.dim() != 1:
             suffixes.append("size=" + str(tuple(self.shape)))
@@ -225,9 +240,11 @@ def _str(self, *, tensor_contents=None):
         body = _tensor_str(self, indent)
     if tensor_contents is not None:
         body = tensor_contents
+    if self.is_sparse:
+        suffixes.append("layout=" + str(self.layout))
     grad_fn = getattr(self, "grad_fn", None)
     if grad_fn is not None:
         suffixes.append(f"grad_fn=<{_grad_fn_name(grad_fn)}>")
     elif getattr(self, "requires_grad", False):
         suffixes.append("requires_grad=True")
-    return _add_suffixes(prefix + body, suffixes, indent)
+    return _add_suffixes(prefix + body, suffixes, indent, force_newline=self.is_sparse)

@@ -140,6 +140,10 @@ class RestrictedUnpickler(pickle.Unpickler):
             self.persistent_load = persistent_load
 
     def find_class(self, module, name):
+        # Pickle protocols 0-2 name Python 3's builtins module as Python 2's __builtin__
+        # (Unpickler.find_class maps it back; this override sees the raw name).
+        if module == "__builtin__":
+            module = "builtins"
         full = f"{module}.{name}"
         if full in self._allowed:
             return self._allowed[full]

@@ -233,7 +233,11 @@ def _walk_tensors(x, depth=0):
     if depth > MAX_NESTING:
         return
     if isinstance(x, _C.Tensor):
-        yield x
+        if x.is_sparse:  # saved as its indices and values
+            yield x._indices()
+            yield x._values()
+        else:
+            yield x
     elif isinstance(x, (list, tuple)):
         for v in x:
             yield from _walk_tensors(v, depth + 1)
@@ -996,3 +1000,40 @@ def _load_pickle(fh, restore, weights_only, pickle_load_args):
         return _wo.load(fh, {k: allowed[k] for k in ("ember._tensor._rebuild_tensor",)},
                         unrestricted=True, **pickle_load_args)
     return _wo.load(fh, allowed, **pickle_load_args)
+
+
+# Sparse COO tensors (Note [Tensor records]): the indices and values as strided parts, the
+# size and the coalesced flag; loading rebuilds through the checked constructor, so index
+# bounds and the coalesced claim are verified rather than trusted.
+def _encode_sparse_coo(encoder, t, path):
+    return {"indices": encoder.strided_record(t._indices(), path + ["indices"]),
+            "values": encoder.strided_record(t._values(), path + ["values"]),
+            "size": list(t.shape), "coalesced": t.is_coalesced(),
+            "requires_grad": t.requires_grad}
+
+
+def _decode_sparse_coo(v, ctx):
+    if set(v) != {"layout", "indices", "values", "size", "coalesced", "requires_grad"}:
+        raise _bad("a sparse_coo record needs indices, values, size, coalesced, requires_grad")
+    size, coalesced, requires_grad = v["size"], v["coalesced"], v["requires_grad"]
+    if not (isinstance(size, list) and len(size) <= MAX_NDIM
+            and all(_is_int(n) and n >= 0 for n in size)):
+        raise _bad(f"a sparse tensor has an invalid size {size!r:.80}")
+    if not isinstance(coalesced, bool) or not isinstance(requires_grad, bool):
+        raise _bad("a sparse tensor's coalesced and requires_grad must be true or false")
+    indices, values = ctx.tensor(v["indices"]), ctx.tensor(v["values"])
+    if indices.dtype != _C.int64 or indices.dim() != 2:
+        raise _bad("a sparse tensor's indices must be a 2-D int64 tensor")
+    try:
+        t = _C._sparse_coo_tensor(indices.detach(), values.detach(), tuple(size), None, None,
+                                  True, coalesced)
+    except RuntimeError as e:
+        raise _bad(f"inconsistent sparse tensor: {e}") from None
+    if requires_grad:
+        if not t.is_floating_point():
+            raise _bad("only floating point sparse tensors can require grad")
+        t.requires_grad_(True)
+    return t
+
+
+register_layout("sparse_coo", _encode_sparse_coo, _decode_sparse_coo)

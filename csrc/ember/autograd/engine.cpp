@@ -24,6 +24,7 @@ void (*anomaly_report_hook)(const Node&) = nullptr;
 // 3. Repeatedly run the ready Node with the highest sequence number (the most
 //    recently created), summing gradients that arrive on several edges into
 //    its input buffer, and release its saved tensors unless keep_graph.
+// 4. Run the callbacks queued during the pass (queue_callback), on this thread.
 // The walk is a loop over explicit stacks: graph depth never touches the C++
 // stack. Grad mode during the run is create_graph, so formulas written with
 // ember ops build a differentiable graph of the backward pass when asked.
@@ -56,6 +57,23 @@ Tensor validate_grad(const Node& fn, size_t i, Tensor g, const InputMeta& m) {
   return g;
 }
 
+// The final callbacks of the backward pass running on this thread (Note [Engine], 4.).
+thread_local std::vector<std::function<void()>>* t_final_callbacks = nullptr;
+
+struct FinalCallbacksScope {
+  std::vector<std::function<void()>> callbacks;
+  std::vector<std::function<void()>>* saved;
+  FinalCallbacksScope() : saved(t_final_callbacks) { t_final_callbacks = &callbacks; }
+  ~FinalCallbacksScope() { t_final_callbacks = saved; }
+  void run() {
+    for (size_t i = 0; i < callbacks.size(); ++i) {
+      std::function<void()> cb = std::move(callbacks[i]);
+      cb();
+    }
+    callbacks.clear();
+  }
+};
+
 bool has_nan(const Tensor& t) {
   if (!is_floating(t.dtype())) return false;
   Tensor n = any(unary(UnaryOp::isnan, t));
@@ -64,9 +82,17 @@ bool has_nan(const Tensor& t) {
 
 }  // namespace
 
+void queue_callback(std::function<void()> cb) {
+  EMBER_CHECK(t_final_callbacks, "Final callbacks can only be installed during backward pass.");
+  t_final_callbacks->push_back(std::move(cb));
+}
+
+bool in_backward() { return t_final_callbacks != nullptr; }
+
 variable_list run_backward(const variable_list& roots, const variable_list& grad_roots,
                            const BackwardOptions& opts) {
   GradModeGuard mode(opts.create_graph);
+  FinalCallbacksScope final_callbacks;
   std::vector<Edge> root_edges;
   for (size_t i = 0; i < roots.size(); ++i) {
     Edge e = gradient_edge(roots[i]);
@@ -133,7 +159,9 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
     if (!slot.defined())
       slot = g;
     else if (g.defined())
-      slot = binary(BinaryOp::add, slot, g);
+      // strided + sparse, never sparse + strided (which PyTorch's add refuses)
+      slot = slot.is_sparse() && !g.is_sparse() ? binary(BinaryOp::add, g, slot)
+                                                : binary(BinaryOp::add, slot, g);
   };
   for (size_t i = 0; i < root_edges.size(); ++i) {
     Tensor g = grad_roots[i];
@@ -225,6 +253,7 @@ variable_list run_backward(const variable_list& roots, const variable_list& grad
       if (--deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn.get());
     }
   }
+  final_callbacks.run();
   return captured;
 }
 

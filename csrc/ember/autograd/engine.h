@@ -21,6 +21,14 @@ struct BackwardOptions {
 variable_list run_backward(const variable_list& roots, const variable_list& grad_roots,
                            const BackwardOptions& opts);
 
+/// Queues `cb` to run on this thread once the backward pass now running has run every
+/// node, before it returns (PyTorch's Engine::queue_callback; the DDP reducer finishes its
+/// gradient reduction there). Callbacks run in order, including ones queued by a callback;
+/// they do not run when the pass fails. Raises outside a backward pass.
+void queue_callback(std::function<void()> cb);
+/// True while a backward pass runs on this thread.
+bool in_backward();
+
 /// Called with the failing node when a backward step throws in anomaly mode.
 extern void (*anomaly_report_hook)(const Node&);
 

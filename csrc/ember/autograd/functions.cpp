@@ -1,5 +1,7 @@
 #include "ember/autograd/functions.h"
 
+#include <algorithm>
+
 #include "ember/autograd/grad_mode.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
@@ -24,6 +26,22 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     Tensor r = hook(g);
     if (r.defined()) g = r;
   }
+  if (g.is_sparse() || (m->grad.defined() && m->grad.is_sparse())) {
+    // Sparse gradients (Note [Sparse gradients]): a first one is kept (a shallow copy, or a
+    // clone when others hold it); sparse + sparse accumulates in place; a strided sum with a
+    // sparse grad is strided, so it replaces the grad, as PyTorch's AccumulateGrad.
+    if (!m->grad.defined()) {
+      bool own = g.impl_ptr().use_count() <= 2 && !meta(g);
+      m->grad = grad_enabled() ? g : (own ? detach(g) : clone(detach(g)));
+    } else if (m->grad.is_sparse() && !g.is_sparse()) {
+      m->grad = binary(BinaryOp::add, g, m->grad);  // strided + sparse (add(sparse, dense) raises)
+    } else if (grad_enabled()) {
+      m->grad = binary(BinaryOp::add, m->grad, g);
+    } else {
+      binary_(BinaryOp::add, m->grad, g);
+    }
+    return {};
+  }
   if (!m->grad.defined()) {
     // Own the gradient: never keep a broadcast view or a buffer someone else holds.
     bool own = g.is_contiguous() && g.impl_ptr().use_count() <= 2 && !meta(g);
@@ -33,7 +51,20 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   } else {
     binary_(BinaryOp::add, m->grad, g);
   }
+  run_post_accumulate_hooks(var, *m);
   return {};
+}
+
+void run_post_accumulate_hooks(const Tensor& var, AutogradMetaImpl& m) {
+  auto& hooks = m.post_accumulate_hooks;
+  if (hooks.empty()) return;
+  hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [](auto& h) { return !*h.alive; }),
+              hooks.end());
+  // By index and on a copy of each: a hook may register another one.
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    PostAccumulateGradHook h = hooks[i];
+    if (*h.alive) h.fn(var);
+  }
 }
 
 // ---- CopySlices ------------------------------------------------------------------------------

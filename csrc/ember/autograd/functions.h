@@ -15,6 +15,9 @@ struct AccumulateGrad : Node {
   Tensor variable() const;
 };
 
+/// Runs the leaf's post-accumulate-grad hooks (dead ones are dropped).
+void run_post_accumulate_hooks(const Tensor& var, AutogradMetaImpl& m);
+
 /// A node whose apply is a lambda: used by simple derivative formulas.
 struct LambdaNode : Node {
   using Fn = std::function<variable_list(LambdaNode&, variable_list&&)>;

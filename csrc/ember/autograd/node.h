@@ -39,6 +39,13 @@ struct InputMeta {
 
 using TensorHook = std::function<Tensor(const Tensor&)>;
 
+/// Run by AccumulateGrad with the leaf after its .grad was updated
+/// (Tensor.register_post_accumulate_grad_hook, the DDP reducer); `*alive = false` removes it.
+struct PostAccumulateGradHook {
+  std::function<void(const Tensor&)> fn;
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+};
+
 /// Sizes, strides and storage offset of a tensor.
 struct StridedGeometry {
   Shape sizes, strides;
@@ -131,6 +138,7 @@ struct AutogradMetaImpl : AutogradMeta {
   Tensor base;
   uint32_t view_version = 0;      // base version when grad_fn was last set
   std::vector<TensorHook> hooks;  // Tensor.register_hook
+  std::vector<PostAccumulateGradHook> post_accumulate_hooks;  // leaves only
   ~AutogradMetaImpl() override;
 };
 

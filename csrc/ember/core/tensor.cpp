@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ember/core/inference_mode.h"
+#include "ember/core/sparse.h"
 #include "ember/core/tls.h"
 #include "ember/core/trace_state.h"
 
@@ -17,6 +18,30 @@ bool inference_mode_enabled() { return t_inference_mode; }
 void set_inference_mode_enabled(bool on) { t_inference_mode = on; }
 
 void (*inplace_write_hook)(VersionCounter& v, const char* op) = nullptr;
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Strided:
+      return "strided";
+    case Layout::SparseCoo:
+      return "sparse_coo";
+  }
+  return "?";
+}
+
+// Note [Layout errors]
+// A sparse tensor carries no strided memory, so every path by which a kernel reads or
+// writes tensor memory (data_ptr(), hence TensorIterator and every kernel; make_view)
+// raises LayoutError on one. The Python bindings then name the op the user called
+// (python/sparse.cpp, install_layout_error_names): "Could not run 'cumsum' with
+// arguments from the 'SparseCPU' backend", PyTorch's NotImplementedError. Ops that
+// support sparse tensors test layout() first and take their sparse path (ops/sparse.h).
+void raise_not_strided(Layout l, const char* what) {
+  throw LayoutError(
+      l, detail::str(what, ": not supported for a tensor with layout ember.", layout_name(l),
+                     " (it has no strided storage); convert it "
+                     "with .to_dense() first"));
+}
 
 const char* dtype_name(DType t) {
   switch (t) {
@@ -154,6 +179,7 @@ int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), false)
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), false)]; }
 
 bool Tensor::is_contiguous() const {
+  if (impl_->layout != Layout::Strided) return false;
   if (numel() == 0) return true;
   int64_t expected = 1;
   const Shape& sz = sizes();
@@ -226,6 +252,11 @@ static void check_view_bounds(const Storage& st, DType dtype, const Shape& sizes
 
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
   if (trace_state::outermost()) trace_state::untraced("a view");  // Note [Tracing]
+  if (base.layout() != Layout::Strided) {
+    // An alias of the whole tensor (detach, .data) is a shallow copy; any other view raises.
+    if (sizes == base.sizes() && offset == 0) return sparse_shallow_copy(base);
+    raise_not_strided(base.layout(), "view");
+  }
   int64_t n = checked_numel(sizes);
   check_view_bounds(base.storage(), base.dtype(), sizes, strides, offset, n);
   auto impl =

@@ -62,6 +62,25 @@ using Storage = std::shared_ptr<StorageImpl>;
 /// Allocates `nbytes` on `device` through its allocator.
 Storage make_storage(size_t nbytes, Device device);
 
+/// How a tensor's elements are stored: a strided view of a Storage, or sparse COO
+/// (indices + values, Note [Sparse COO tensors] in core/sparse.h).
+enum class Layout : uint8_t { Strided = 0, SparseCoo = 1 };
+/// "strided", "sparse_coo"
+const char* layout_name(Layout l);
+/// The indices/values/flags of a sparse COO tensor (core/sparse.h).
+struct SparseCooParts;
+
+/// Raised when code that reads strided memory meets a tensor without it (a sparse
+/// tensor reaching an op that supports only strided tensors); see Note [Layout errors].
+class LayoutError : public Error {
+ public:
+  LayoutError(Layout l, const std::string& msg)
+      : Error(ErrorKind::NotImplemented, msg), layout(l) {}
+  Layout layout;
+};
+/// Raises LayoutError for `what` (e.g. "data_ptr") on a tensor of layout `l`.
+[[noreturn]] void raise_not_strided(Layout l, const char* what);
+
 /// Autograd's per-tensor state lives behind this base (filled in by autograd/).
 struct AutogradMeta {
   virtual ~AutogradMeta() = default;
@@ -88,6 +107,11 @@ struct TensorImpl {
   const void* py_owner = nullptr;  // the Tensor handle inside that Python object
   std::shared_ptr<VersionCounter> version;
   std::shared_ptr<AutogradMeta> autograd;
+  // A sparse COO tensor has layout SparseCoo, an empty storage on its device (for
+  // device() and the version counter), contiguous strides of its sizes (never used:
+  // data_ptr() raises) and its indices and values in `sparse` (core/sparse.h).
+  Layout layout = Layout::Strided;
+  std::shared_ptr<SparseCooParts> sparse;
 
   Device device() const { return storage->device; }
 };
@@ -112,10 +136,15 @@ class Tensor {
   Device device() const { return impl_->storage->device; }
   int64_t element_size() const { return ::ember::element_size(impl_->dtype); }
   const Storage& storage() const { return impl_->storage; }
-  /// Address of element [0, ..., 0].
+  Layout layout() const { return impl_->layout; }
+  bool is_sparse() const { return impl_->layout == Layout::SparseCoo; }
+  /// Address of element [0, ..., 0]. Raises LayoutError for a tensor without strided
+  /// memory (Note [Layout errors]): no kernel ever reads a sparse tensor as if it were dense.
   /// An empty tensor's offset is unchecked (as_strided((0,), (1,), 2**63 - 1)), so its
   /// address is computed in wrapping integer arithmetic: never dereferenced, never UB.
   char* data_ptr() const {
+    if (__builtin_expect(impl_->layout != Layout::Strided, 0))
+      raise_not_strided(impl_->layout, "data_ptr");
     char* base = static_cast<char*>(impl_->storage->data.ptr);
     if (impl_->numel == 0)
       return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) +

@@ -9,6 +9,8 @@
 #include "ember/jit/trace_hook.h"
 #include "ember/ops/ops.h"
 
+#include "ember/ops/sparse.h"
+
 namespace ember {
 
 DispatchStub<IterKernel> unary_stubs[int(UnaryOp::Count)] = {
@@ -192,7 +194,27 @@ Tensor wrap_scalar(Scalar s, Device device) {
 
 // ---- unary ----------------------------------------------------------------------------
 
+// A sparse operand takes the sparse path (ops/sparse_math.cpp): out= and in-place forms
+// write the result's parts into a sparse out, or its dense form into a strided one.
+static Tensor write_sparse_result(const Tensor& r, const Tensor* out_opt, const char* op) {
+  if (!out_opt) return r;
+  const Tensor& out = *out_opt;
+  check_result_cast(r.dtype(), out.dtype());
+  if (out.is_sparse()) {
+    EMBER_CHECK(r.is_sparse(), op,
+                ": the result is strided and cannot be written into a "
+                "sparse out=");
+    sparse_assign_(out, r);
+  } else {
+    resize_output(out, r.sizes());
+    copy_(out, r.is_sparse() ? sparse_to_dense(r) : r);
+  }
+  return out;
+}
+
 static Tensor run_unary(UnaryOp op, const Tensor& a, const Tensor* out_opt) {
+  if (__builtin_expect(a.is_sparse() || (out_opt && out_opt->is_sparse()), 0))
+    return write_sparse_result(sparse_unary(op, a), out_opt, op_name(op));
   DType compute = unary_compute_dtype(op, a.dtype());
   DType out_dt = unary_out_dtype(op, compute);
   Tensor in = a.dtype() == compute ? a : to_dtype(a, compute);
@@ -226,6 +248,7 @@ static bool inplace_records(const Tensor& self, const Tensor* other) {
 
 Tensor unary(UnaryOp op, const Tensor& a) {
   if (trace_state::outermost()) return jit::trace_unary(op, a);
+  if (__builtin_expect(a.is_sparse(), 0)) return sparse_unary(op, a);  // records its own graph
   autograd::RecordScope scope({&a});
   Tensor out = run_unary(op, a, nullptr);
   if (scope.rec) {
@@ -291,6 +314,10 @@ static void check_integer_divisor(BinaryOp op, const Tensor& b) {
 }
 
 static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor* out_opt) {
+  if (__builtin_expect(a.is_sparse() || b.is_sparse() || (out_opt && out_opt->is_sparse()), 0)) {
+    if (out_opt && out_opt->is_same(a)) return sparse_binary_(op, a, b, Scalar(int64_t(1)));
+    return write_sparse_result(sparse_binary(op, a, b), out_opt, op_name(op));
+  }
   const char* name = op_name(op);
   check_same_device(a, b, name);
   DType common = result_type(a, b);
@@ -603,6 +630,19 @@ static const Tensor& copy_impl(const Tensor& dst, const Tensor& src);
 
 const Tensor& copy_(const Tensor& dst, const Tensor& src) {
   EMBER_TRACE("aten::copy_(Tensor self, Tensor src) -> Tensor", copy_, dst, src);
+  if (__builtin_expect(dst.is_sparse() || src.is_sparse(), 0)) {
+    if (autograd::grad_enabled() && (autograd::requires_grad(src) || autograd::requires_grad(dst)))
+      autograd::check_inplace(dst, "copy_");
+    // A strided destination cannot take a sparse source (PyTorch's copy_ refuses): a
+    // LayoutError, so a front-end that copies its input names itself (Note [Layout errors]).
+    if (!dst.is_sparse())
+      throw LayoutError(Layout::SparseCoo,
+                        "copy_() between dense and sparse Tensors is not implemented! Found "
+                        "self type = strided and src type = sparse");
+    sparse_copy_(dst, src);
+    if (autograd::grad_enabled() && autograd::requires_grad(src)) autograd::record_copy(dst, src);
+    return dst;
+  }
   if (autograd::grad_enabled() && (autograd::requires_grad(src) || autograd::requires_grad(dst))) {
     autograd::check_inplace(dst, "copy_");
     {
@@ -659,6 +699,7 @@ Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
   EMBER_TRACE("aten::to.dtype(Tensor self, ScalarType dtype, bool copy=False) -> Tensor", to_dtype,
               a, dtype, copy);
   if (a.dtype() == dtype && !copy) return a;
+  if (__builtin_expect(a.is_sparse(), 0)) return sparse_to(a, dtype, a.device(), copy);
   if (a.dim() == 0 && a.device().is_cpu() && !autograd::compute_requires_grad({&a}))
     return convert_single(a, dtype);
   Tensor out = empty(a.sizes(), dtype, a.device());
@@ -675,6 +716,7 @@ Tensor to_device(const Tensor& a, Device device, bool copy) {
   if (device.is_cuda() && device.index < 0) device.index = 0;
   Device ad = a.device();
   if (ad.type == device.type && (ad.index == device.index || device.index < 0) && !copy) return a;
+  if (__builtin_expect(a.is_sparse(), 0)) return sparse_to(a, a.dtype(), device, copy);
   Tensor out = empty(a.sizes(), a.dtype(), device);
   if (a.numel()) copy_impl(out, a);
   *out.impl()->version = 0;
@@ -690,6 +732,7 @@ Tensor contiguous(const Tensor& a) {
 
 Tensor clone(const Tensor& a) {
   EMBER_TRACE("aten::clone(Tensor self) -> Tensor", clone, a);
+  if (__builtin_expect(a.is_sparse(), 0)) return sparse_clone(a);
   Tensor out = empty(a.sizes(), a.dtype(), a.device());
   if (a.numel()) copy_impl(out, a);
   *out.impl()->version = 0;
@@ -731,6 +774,11 @@ void check_scalar_fits(Scalar v, DType dt, const char* op) {
 
 const Tensor& fill_(const Tensor& a, Scalar v) {
   EMBER_TRACE("aten::fill_.Scalar(Tensor self, Scalar value) -> Tensor", fill_, a, v);
+  if (__builtin_expect(a.is_sparse(), 0)) {
+    // zero_() is the one fill a sparse tensor takes (PyTorch's zero_ of a sparse tensor).
+    if (v.to_double() != 0.0) raise_sparse_unsupported("fill_", a);
+    return sparse_zero_(a);
+  }
   check_scalar_fits(v, a.dtype(), "fill_");
   if (autograd::grad_enabled() && autograd::requires_grad(a)) {
     autograd::check_inplace(a, "fill_");

@@ -12,6 +12,8 @@
 #include "ember/ops/reduce.h"
 #include "ember/ops/view.h"
 
+#include "ember/ops/sparse.h"
+
 namespace ember {
 
 DispatchStub<IndexGatherFn> index_gather_stub("index");
@@ -432,6 +434,7 @@ Tensor index_select_impl(const Tensor& self, int64_t& dim, const Tensor& index) 
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   EMBER_TRACE("aten::index_select(Tensor self, int dim, Tensor index) -> Tensor", index_select,
               self, dim, index);
+  if (__builtin_expect(self.is_sparse(), 0)) return sparse_index_select(self, dim, index);
   autograd::RecordScope scope({&self});
   Tensor out = index_select_impl(self, dim, index);
   if (scope.rec) {

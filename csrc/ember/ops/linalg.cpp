@@ -12,6 +12,8 @@
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
+#include "ember/ops/sparse.h"
+
 namespace ember {
 
 DispatchStub<GemmKernel> gemm_stub("matmul");
@@ -346,8 +348,23 @@ Tensor add_result(const Tensor& input, const Tensor& a, Scalar beta, Scalar alph
 // ---- matrix products ---------------------------------------------------------------------
 
 // matmul is a composite (its primitives record; see matmul_autograd).
+// A sparse operand (ops/sparse_math.cpp): sparse x strided and strided x sparse products are
+// strided, with the sparse input's gradient strided as PyTorch's mm (torch.sparse.mm masks
+// it); sparse x sparse is sparse. A 1-d operand multiplies as a column/row.
+static Tensor sparse_matmul(const Tensor& a, const Tensor& b) {
+  if (a.is_sparse() && b.is_sparse()) return sparse_sparse_mm(a, b);
+  if (a.is_sparse()) {
+    if (b.dim() == 1) return squeeze(sparse_dense_mm(a, unsqueeze(b, 1), false), Shape{1});
+    return sparse_dense_mm(a, b, false);
+  }
+  if (a.dim() == 1) return squeeze(sparse_matmul(unsqueeze(a, 0), b), Shape{0});
+  EMBER_CHECK(a.dim() == 2, "mm: matrices expected, got ", a.dim(), "D tensor");
+  return t(sparse_dense_mm(sparse_transpose(b, 0, 1), t(a), false));
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   EMBER_TRACE("aten::matmul(Tensor self, Tensor b) -> Tensor", matmul, a, b);
+  if (__builtin_expect(a.is_sparse() || b.is_sparse(), 0)) return sparse_matmul(a, b);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("matmul", {a, b});
     autocast::ExcludeGuard g_;
@@ -364,6 +381,11 @@ Tensor& matmul_out(const Tensor& a, const Tensor& b, const Tensor& out) {
 }
 Tensor mm(const Tensor& a, const Tensor& b) {
   EMBER_TRACE("aten::mm(Tensor self, Tensor b) -> Tensor", mm, a, b);
+  if (__builtin_expect(a.is_sparse() || b.is_sparse(), 0)) {
+    EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "mm: matrices expected, got ", a.dim(), "D and ",
+                b.dim(), "D tensors");
+    return sparse_matmul(a, b);
+  }
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("mm", {a, b});
     autocast::ExcludeGuard g_;
@@ -482,6 +504,10 @@ Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar bet
       "aten::addmm(Tensor input, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> "
       "Tensor",
       addmm, input, m1, m2, beta, alpha);
+  if (__builtin_expect(input.is_sparse() || m1.is_sparse() || m2.is_sparse(), 0)) {
+    if (input.is_sparse()) raise_sparse_unsupported("addmm", input);
+    return sparse_dense_addmm(input, m1, m2, beta, alpha, /*masked_grad=*/false);
+  }
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("addmm", {input, m1, m2});
     autocast::ExcludeGuard g_;

@@ -18,6 +18,7 @@
 #include "ember/ops/linalg.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/reduce.h"
+#include "ember/ops/sparse.h"
 #include "ember/ops/view.h"
 
 namespace ember {
@@ -48,6 +49,27 @@ Tensor flat_indices(const Tensor& indices, int64_t n, const char* op) {
     EMBER_CHECK_INDEX(!*to_device(bad, Device()).data<bool>(), "index out of range in self");
   }
   return flat;
+}
+
+// PyTorch's embedding_sparse_backward: one entry per looked-up index (padding_idx dropped),
+// uncoalesced: repeated indices are separate entries that sum.
+Tensor embedding_sparse_grad(Tensor g2, Tensor flat, const Shape& wsizes, int64_t padding_idx,
+                             bool scale_grad_by_freq) {
+  const int64_t n = flat.numel(), V = wsizes[0];
+  if (scale_grad_by_freq) {
+    Tensor ones_n = ones(Shape{n}, g2.dtype(), g2.device());
+    Tensor counts = index_add(zeros(Shape{V}, g2.dtype(), g2.device()), 0, flat, ones_n);
+    g2 = div(g2, unsqueeze(index_select(counts, 0, flat), 1));
+  }
+  if (padding_idx >= 0) {
+    Tensor keep =
+        reshape(nonzero(binary(B::ne, flat, wrap_scalar(Scalar(padding_idx)))), Shape{-1});
+    if (keep.numel() != n) {
+      flat = index_select(flat, 0, keep);
+      g2 = index_select(g2, 0, keep);
+    }
+  }
+  return sparse_from_parts(reshape(flat, Shape{1, flat.numel()}), g2, wsizes, false);
 }
 
 }  // namespace
@@ -164,11 +186,11 @@ Tensor dropout(const Tensor& x, double p, bool train, bool feature, bool alpha,
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
-                 bool scale_grad_by_freq) {
+                 bool scale_grad_by_freq, bool sparse) {
   EMBER_TRACE(
       "aten::embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool "
-      "scale_grad_by_freq=False) -> Tensor",
-      embedding, weight, indices, padding_idx, scale_grad_by_freq);
+      "scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+      embedding, weight, indices, padding_idx, scale_grad_by_freq, sparse);
   EMBER_CHECK(weight.dim() == 2, "'weight' must be 2-D, got ", shape_str(weight.sizes()));
   const int64_t V = weight.sizes()[0], D = weight.sizes()[1];
   Tensor flat = flat_indices(indices, V, "embedding");
@@ -181,10 +203,12 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
     const Shape wsizes = weight.sizes();
     autograd::record(
         "EmbeddingBackward0", {&weight}, out,
-        [flat, wsizes, padding_idx, scale_grad_by_freq](
+        [flat, wsizes, padding_idx, scale_grad_by_freq, sparse](
             autograd::LambdaNode&, autograd::variable_list&& g) -> autograd::variable_list {
           const int64_t n = flat.numel(), V = wsizes[0];
           Tensor g2 = reshape(g[0], Shape{n, wsizes[1]});
+          if (sparse)
+            return {embedding_sparse_grad(g2, flat, wsizes, padding_idx, scale_grad_by_freq)};
           Tensor keep;
           if (padding_idx >= 0) keep = binary(B::ne, flat, wrap_scalar(Scalar(padding_idx)));
           if (scale_grad_by_freq) {

@@ -23,9 +23,10 @@ Tensor dropout(const Tensor& x, double p, bool train, bool feature = false, bool
                const Generator& gen = nullptr);
 
 /// weight[indices] with PyTorch's embedding gradient (padding_idx rows get none;
-/// scale_grad_by_freq divides by the index counts in the batch).
+/// scale_grad_by_freq divides by the index counts in the batch). `sparse`: the weight's
+/// gradient is a sparse COO tensor with one entry (a row) per looked-up index.
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1,
-                 bool scale_grad_by_freq = false);
+                 bool scale_grad_by_freq = false, bool sparse = false);
 /// Rescales (in place, no autograd) the rows of weight used by `indices` whose
 /// norm_type-norm exceeds max_norm.
 const Tensor& embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm,

@@ -13,6 +13,8 @@
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
+#include "ember/ops/sparse.h"
+
 namespace ember {
 
 DispatchStub<ReduceKernel> sum_stub("sum");
@@ -226,6 +228,9 @@ Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DTy
       "aten::sum(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> "
       "Tensor",
       sum, a, dims, keepdim, dtype);
+  if (__builtin_expect(a.is_sparse(), 0)) {
+    return keepdim ? sparse_sum_keepdim(a, dims, dtype) : sparse_sum(a, dims, dtype);
+  }
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("sum", {a});
     autocast::ExcludeGuard g_;

@@ -13,6 +13,8 @@
 #include "ember/ops/surface.h"
 #include "ember/ops/view.h"
 
+#include "ember/ops/sparse.h"
+
 namespace ember {
 
 // ---- in-place composites and out= ---------------------------------------------------
@@ -135,7 +137,7 @@ Tensor empty_like_format(const Tensor& a, MemoryFormat fmt, std::optional<DType>
 }
 
 Tensor clone(const Tensor& a, MemoryFormat fmt) {
-  if (fmt == MemoryFormat::Contiguous) return clone(a);
+  if (fmt == MemoryFormat::Contiguous || a.is_sparse()) return clone(a);
   if (fmt == MemoryFormat::Preserve && a.is_contiguous()) return clone(a);
   Tensor out = empty_like_format(a, fmt);
   {
@@ -243,6 +245,7 @@ std::vector<Tensor> hvd_split(const Tensor& a, char which, const std::vector<int
 Tensor narrow_copy(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
   EMBER_TRACE("aten::narrow_copy(Tensor self, int dim, int start, int length) -> Tensor",
               narrow_copy, a, dim, start, length);
+  if (a.is_sparse()) return sparse_narrow_copy(a, dim, start, length);
   return clone(narrow(a, dim, start, length));
 }
 
@@ -655,6 +658,7 @@ const Tensor& fill_diagonal_(const Tensor& a, Scalar value, bool wrap) {
 }
 
 const Tensor& set_geometry_(const Tensor& a, const Tensor& v, const char* op) {
+  if (a.is_sparse()) raise_sparse_unsupported(op, a);
   if (autograd::requires_grad(a)) autograd::check_inplace(a, op);
   TensorImpl* impl = a.impl();
   impl->sizes = v.sizes();
@@ -669,6 +673,7 @@ const Tensor& set_geometry_(const Tensor& a, const Tensor& v, const char* op) {
 
 const Tensor& resize_(const Tensor& a, const Shape& sizes) {
   EMBER_TRACE_MUTATES("aten::resize_(Tensor self, int[] size) -> Tensor", resize_, a, sizes);
+  if (a.is_sparse()) raise_sparse_unsupported("resize_", a);
   EMBER_CHECK(!autograd::requires_grad(a), "cannot resize variables that require grad");
   for (int64_t s : sizes)
     EMBER_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ",

@@ -6,6 +6,8 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/ops.h"
 
+#include "ember/ops/sparse.h"
+
 namespace ember {
 
 Shape infer_size(const Shape& shape, int64_t numel) {
@@ -72,6 +74,7 @@ static std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& ol
 
 Tensor view(const Tensor& a, const Shape& shape) {
   EMBER_TRACE("aten::view(Tensor self, int[] size) -> Tensor", view, a, shape);
+  if (__builtin_expect(a.is_sparse(), 0)) raise_not_strided(a.layout(), "view");
   Shape s = infer_size(shape, a.numel());
   auto st = view_strides(a.sizes(), a.strides(), s);
   EMBER_CHECK(st,
@@ -105,6 +108,7 @@ Tensor unsafe_view(const Tensor& a, const Shape& shape) {
 
 Tensor reshape(const Tensor& a, const Shape& shape) {
   EMBER_TRACE("aten::reshape(Tensor self, int[] size) -> Tensor", reshape, a, shape);
+  if (__builtin_expect(a.is_sparse(), 0)) raise_not_strided(a.layout(), "reshape");
   Shape s = infer_size(shape, a.numel());
   if (view_strides(a.sizes(), a.strides(), s)) return view(a, s);
   return unsafe_view(clone(a), s);
@@ -112,6 +116,7 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
 
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
   EMBER_TRACE("aten::transpose(Tensor self, int dim0, int dim1) -> Tensor", transpose, a, d0, d1);
+  if (__builtin_expect(a.is_sparse(), 0)) return sparse_transpose(a, d0, d1);
   int64_t n = a.dim();
   d0 = wrap_dim(d0, n);
   d1 = wrap_dim(d1, n);
@@ -128,6 +133,12 @@ Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
 
 Tensor t(const Tensor& a) {
   EMBER_TRACE("aten::t(Tensor self) -> Tensor", t, a);
+  if (__builtin_expect(a.is_sparse(), 0)) {
+    EMBER_CHECK(sparse_dim(a) <= 2 && dense_dim(a) == 0,
+                "t() expects a tensor with <= 2 sparse and 0 dense dimensions, but got ",
+                sparse_dim(a), " sparse and ", dense_dim(a), " dense dimensions");
+    return a.dim() < 2 ? sparse_clone(a) : sparse_transpose(a, 0, 1);
+  }
   EMBER_CHECK(a.dim() <= 2, "t() expects a tensor with <= 2 dimensions, but self is ", a.dim(),
               "D");
   Tensor out;

@@ -10,6 +10,7 @@
 #include "ember/autograd/engine.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/grad_mode.h"
+#include "ember/core/sparse.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
 
@@ -505,6 +506,25 @@ void bind_tensor_hooks_and_data(py::module_& m) {
              }
              return HookHandle{h.alive};
            })
+      .def(
+          "register_post_accumulate_grad_hook",
+          [](const Tensor& t, py::object fn) {
+            EMBER_CHECK(autograd::requires_grad(t),
+                        "cannot register a hook on a tensor that doesn't require gradient");
+            EMBER_CHECK(autograd::is_leaf(t),
+                        "post accumulate grad hooks cannot be registered on non-leaf tensors");
+            auto f = held(std::move(fn));
+            autograd::PostAccumulateGradHook h;
+            h.fn = [f](const Tensor& leaf) {
+              py::gil_scoped_acquire gil;
+              py::object r = (*f)(leaf);
+              EMBER_CHECK(r.is_none(), "Tensor post accumulate grad hooks should return None.");
+            };
+            autograd::materialize_meta(t)->post_accumulate_hooks.push_back(h);
+            return HookHandle{h.alive};
+          },
+          "Registers fn(tensor), run after the gradient was accumulated into this leaf's .grad "
+          "during backward; returns a handle whose remove() unregisters it.")
       .def("detach", [](const Tensor& t) { return autograd::detach(t); })
       .def("detach_",
            [](py::handle self) {
@@ -545,6 +565,11 @@ void bind_tensor_hooks_and_data(py::module_& m) {
                 m->grad_accumulator.reset();
             }
             TensorImpl* dst = t.impl();
+            EMBER_CHECK(src.layout() == t.layout(),
+                        "Attempted to call `variable.set_data(tensor)`, but `variable` and "
+                        "`tensor` have incompatible tensor type.");
+            if (src.is_sparse())
+              dst->sparse = std::make_shared<SparseCooParts>(*src.impl()->sparse);
             dst->storage = src.storage();
             dst->sizes = src.sizes();
             dst->strides = src.strides();
@@ -591,6 +616,18 @@ void bind_engine(py::module_& m) {
     py::gil_scoped_release nogil;
     autograd::run_backward(roots, gs, opts);
   });
+
+  m.def(
+      "_queue_callback",
+      [](py::object fn) {
+        auto f = held(std::move(fn));
+        autograd::queue_callback([f] {
+          py::gil_scoped_acquire gil;
+          (*f)();
+        });
+      },
+      "Queues fn() to run when the backward pass now running ends (the engine's "
+      "queue_callback); raises outside backward.");
 
   m.def("_autograd_grad", [](py::handle outputs, py::handle inputs, py::handle grad_outputs,
                              bool keep_graph, bool create_graph, bool allow_unused) {

@@ -19,6 +19,9 @@ namespace py = pybind11;
 // The holder's deleter (TensorPyDeleter) clears the back-pointer when the
 // Python object dies. Loading (Python -> C++) is pybind11's own.
 namespace ember::python {
+/// Note [Layout errors]: names the op in the errors of sparse tensors reaching strided-only
+/// ops; installed when the first sparse tensor reaches Python (python/sparse.cpp).
+void install_layout_error_names();
 struct TensorPyDeleter {
   void operator()(ember::Tensor* t) const {
     if (t->defined() && t->impl()->py_owner == t) {
@@ -98,6 +101,8 @@ struct type_caster<ember::Tensor> : type_caster_base<ember::Tensor> {
     v_h.set_holder_constructed();
     impl->pyobj = obj;
     impl->py_owner = value;
+    if (__builtin_expect(impl->layout != ember::Layout::Strided, 0))
+      ember::python::install_layout_error_names();
     return obj;
   }
   // The loading twin: an initialized wrapper of the simple layout (a Tensor or a Python
@@ -138,15 +143,18 @@ void init_join_sort(py::module_& m);
 void init_autograd(py::module_& m);
 void init_nn(
     py::module_& m);  // python/nn.cpp: activations, softmax, losses, norms, dropout, embedding
-void init_nn_conv(py::module_& m);   // python/nn_conv.cpp: conv, pooling, padding, resampling
-void init_nn_rnn(py::module_& m);    // python/nn_rnn.cpp: recurrent layers and attention
-void init_optim(py::module_& m);     // python/optim.cpp: fused optimizer steps
-void init_data(py::module_& m);      // python/data.cpp: the DataLoader's C++ hot path
-void init_surface(py::module_& m);   // python/surface.cpp: the everyday torch.* functions
-void init_lapack(py::module_& m);    // python/lapack.cpp: ember.linalg through LAPACK
-void init_profiler(py::module_& m);  // python/profiler.cpp: the op profiler
-void init_amp(py::module_& m);       // python/amp.cpp: autocast state and GradScaler kernels
-void init_jit(py::module_& m);       // python/jit.cpp: ember.jit's graphs, tracer and archives
+void init_nn_conv(py::module_& m);      // python/nn_conv.cpp: conv, pooling, padding, resampling
+void init_nn_rnn(py::module_& m);       // python/nn_rnn.cpp: recurrent layers and attention
+void init_optim(py::module_& m);        // python/optim.cpp: fused optimizer steps
+void init_data(py::module_& m);         // python/data.cpp: the DataLoader's C++ hot path
+void init_surface(py::module_& m);      // python/surface.cpp: the everyday torch.* functions
+void init_lapack(py::module_& m);       // python/lapack.cpp: ember.linalg through LAPACK
+void init_profiler(py::module_& m);     // python/profiler.cpp: the op profiler
+void init_amp(py::module_& m);          // python/amp.cpp: autocast state and GradScaler kernels
+void init_distributed(py::module_& m);  // python/distributed.cpp: stores, process groups
+void init_ddp(py::module_& m);          // python/ddp.cpp: the DDP reducer
+void init_sparse(py::module_& m);       // python/sparse.cpp: sparse COO tensors
+void init_jit(py::module_& m);          // python/jit.cpp: ember.jit's graphs, tracer and archives
 
 /// True (and sets `out`) when `h` is an ember Tensor.
 bool as_tensor(py::handle h, Tensor*& out);

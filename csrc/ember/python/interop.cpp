@@ -153,6 +153,8 @@ void versioned_capsule_destructor(PyObject* cap) {
 // Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)
 py::object dlpack_export(const Tensor& self, py::object stream, py::object max_version,
                          py::object dl_device, py::object copy) {
+  if (self.is_sparse())
+    throw py::buffer_error("Can't export tensors with layout other than ember.strided");
   // stream: CPU data needs no synchronization, and the spec reserves the argument for
   // device arrays. ember's CUDA streams arrive with the CUDA backend.
   if (self.device().is_cpu() && !stream.is_none())

@@ -132,6 +132,9 @@ PYBIND11_MODULE(_C, m) {
   init_profiler(m);
   init_amp(m);
   init_jit(m);
+  init_sparse(m);
+  init_distributed(m);  // registers its error translator after the main one: tried first
+  init_ddp(m);
   m.def("get_num_threads", &ember::get_num_threads);
   m.def("set_num_threads", [](int64_t n) {
     EMBER_CHECK(n > 0 && n < 4096, "set_num_threads expects a positive integer, got ", n);

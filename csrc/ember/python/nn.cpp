@@ -202,7 +202,7 @@ void bind_nn_norm_and_embedding(py::module_& nn) {
 
   // ---- embedding / helpers ----
   nn.def("embedding", &embedding, arg("weight"), arg("indices"), arg("padding_idx") = -1,
-         arg("scale_grad_by_freq") = false);
+         arg("scale_grad_by_freq") = false, arg("sparse") = false);
   nn.def("embedding_renorm_", &embedding_renorm_, arg("weight"), arg("indices"), arg("max_norm"),
          arg("norm_type") = 2.0);
   nn.def("one_hot", &one_hot, arg("tensor"), arg("num_classes") = -1);

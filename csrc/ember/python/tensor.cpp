@@ -144,6 +144,8 @@ const char* numpy_format(DType t) {
 }
 
 py::array to_numpy(const Tensor& t, bool force) {
+  EMBER_CHECK_TYPE(!t.is_sparse(),
+                   "can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.");
   Tensor c = t;
   if (autograd::requires_grad(c)) {
     EMBER_CHECK(
@@ -358,7 +360,14 @@ void bind_tensor_class(py::module_& m) {
     Device dev = kwargs.contains("device") ? device_arg(kwargs["device"]) : Device();
     if (args.size() == 0) return empty(Shape{0}, default_dtype(), dev);
     Tensor* t;
-    if (args.size() == 1 && as_tensor(args[0], t)) return alias(*t, true);
+    // Tensor(tensor): an alias; of a tensor that requires grad, one that autograd records
+    // (AliasBackward0, x[...]), as PyTorch's is.
+    if (args.size() == 1 && as_tensor(args[0], t)) {
+      if (!autograd::requires_grad(*t)) return alias(*t, true);
+      return py::reinterpret_borrow<py::object>(args[0])
+          .attr("__getitem__")(py::ellipsis())
+          .cast<Tensor>();
+    }
     bool all_ints = true;
     for (py::handle a : args) all_ints &= PyLong_Check(a.ptr()) && !PyBool_Check(a.ptr());
     if (all_ints) return empty(shape_from_args(args, "Tensor", "size"), default_dtype(), dev);
@@ -380,9 +389,14 @@ void bind_tensor_class(py::module_& m) {
       .def(
           "stride",
           [](const Tensor& t, py::object dim) -> py::object {
+            // A sparse tensor's strides read as zeros, as PyTorch's.
+            if (t.is_sparse() && !dim.is_none()) {
+              wrap_dim(int_arg(dim, "stride", "dim"), t.dim(), false);
+              return py::int_(0);
+            }
             if (dim.is_none()) {
               py::tuple r(t.dim());
-              for (int64_t i = 0; i < t.dim(); ++i) r[i] = t.strides()[i];
+              for (int64_t i = 0; i < t.dim(); ++i) r[i] = t.is_sparse() ? 0 : t.strides()[i];
               return std::move(r);
             }
             return py::int_(t.stride(int_arg(dim, "stride", "dim")));
@@ -400,14 +414,23 @@ void bind_tensor_class(py::module_& m) {
       .def("element_size", &Tensor::element_size)
       .def_property_readonly("itemsize", &Tensor::element_size)
       .def_property_readonly("nbytes", [](const Tensor& t) { return t.numel() * t.element_size(); })
-      .def("storage_offset", &Tensor::storage_offset)
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
+      .def("storage_offset",
+           [](const Tensor& t) { return t.is_sparse() ? int64_t(0) : t.storage_offset(); })
+      .def("data_ptr",
+           [](const Tensor& t) {
+             EMBER_CHECK(!t.is_sparse(),
+                         "Cannot access data pointer of Tensor that doesn't have storage");
+             return reinterpret_cast<uintptr_t>(t.data_ptr());
+           })
       .def("_storage_ptr",
            [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage()->data.ptr); })
       .def("_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes; })
       .def("_version_", [](const Tensor& t) { return t.version(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t.version(); })
-      .def("is_contiguous", [](const Tensor& t, py::kwargs) { return t.is_contiguous(); })
+      .def("is_contiguous",
+           [](const Tensor& t, py::kwargs) {
+             return t.is_contiguous();  // false for a sparse tensor, as PyTorch
+           })
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("is_complex", [](const Tensor&) { return false; })
       .def("is_signed", [](const Tensor& t) { return is_signed(t.dtype()); })
@@ -438,6 +461,7 @@ void bind_tensor_views(py::module_& m) {
            [](const Tensor& t, py::args args) {
              if (args.size() == 1 && (py::isinstance<PyDType>(args[0]))) {
                DType d = dtype_arg(args[0]);
+               if (t.is_sparse()) raise_not_strided(t.layout(), "view");
                EMBER_CHECK(element_size(d) == t.element_size(),
                            "view(dtype): only dtypes of the same size are supported (",
                            dtype_name(t.dtype()), " -> ", dtype_name(d), ")");

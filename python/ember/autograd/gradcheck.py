@@ -4,6 +4,12 @@ The defaults match PyTorch's (eps=1e-6, atol=1e-5, rtol=1e-3). Numerical
 Jacobians perturb one input element at a time (central differences) in C++
 ops; the analytical Jacobian is assembled one vector-Jacobian product per
 output element.
+
+Sparse COO inputs and outputs are checked as PyTorch's gradcheck does: an input's
+specified values are the elements perturbed (its Jacobian has a column for every element
+of the dense shape, zero for unspecified ones), gradients and outputs are compared in
+their dense form, and ``masked=True`` ignores the gradients of a sparse input's
+unspecified elements (an op such as ``ember.mm`` gives a sparse input a strided gradient).
 """
 import warnings
 
@@ -29,12 +35,80 @@ def _differentiable_outputs(outs):
 
 
 def _flat_numpy(t):
+    if t.is_sparse:
+        t = t.detach().to_dense()
     return t.detach().to(_C.float64).contiguous().cpu().numpy().reshape(-1).copy()
+
+
+def _sparse_positions(x):
+    """(values row, element within the row, flat dense index) of every specified element
+    of a sparse tensor; a repeated index (uncoalesced) counts once."""
+    sizes = tuple(x.shape)
+    idx = x._indices().cpu().numpy()
+    block = int(np.prod(sizes[x.sparse_dim():], dtype=np.int64))
+    lin = (np.ravel_multi_index(tuple(idx), sizes[:x.sparse_dim()]) if idx.shape[1]
+           else np.zeros(0, dtype=np.int64))
+    seen, out = set(), []
+    for e, li in enumerate(lin.tolist()):
+        for k in range(block):
+            d = li * block + k
+            if d not in seen:
+                seen.add(d)
+                out.append((e, k, d))
+    return out
+
+
+def _numerical_jacobian_sparse(fn, inputs, idx, eps):
+    x = inputs[idx]
+    values = x._values()  # the stored values: perturbed in place, autograd never sees them
+    flat = values.view(-1) if values.numel() else values
+    block = max(1, values[0].numel()) if values.shape[0] else 1
+    with _no_grad():
+        base = [_flat_numpy(o) for o in _as_tuple(fn(*inputs)) if isinstance(o, _C.Tensor)]
+    cols = [[np.zeros_like(b) for b in base] for _ in range(x.numel())]
+    for e, k, d in _sparse_positions(x):
+        where = e * block + k
+        orig = flat[where].item()
+        flat[where] = orig - eps
+        with _no_grad():
+            lo = [_flat_numpy(o) for o in _as_tuple(fn(*inputs)) if isinstance(o, _C.Tensor)]
+        flat[where] = orig + eps
+        with _no_grad():
+            hi = [_flat_numpy(o) for o in _as_tuple(fn(*inputs)) if isinstance(o, _C.Tensor)]
+        flat[where] = orig
+        cols[d] = [(h - lo_) / (2 * eps) for h, lo_ in zip(hi, lo)]
+    return cols
+
+
+def _sparse_mask_columns(x):
+    """A 0/1 vector over x's dense elements: 1 where x specifies a value."""
+    m = np.zeros(x.numel())
+    for _, _, d in _sparse_positions(x):
+        m[d] = 1.0
+    return m
+
+
+def _densify_outputs(func, masked):
+    """func with its sparse outputs in dense form (their gradients masked to their pattern
+    when ``masked``)."""
+    def wrapped(*args):
+        outs = func(*args)
+        if isinstance(outs, (tuple, list)):
+            dense = [o.to_dense(masked_grad=bool(masked))
+                     if isinstance(o, _C.Tensor) and o.is_sparse else o for o in outs]
+            # a namedtuple (sort, topk, slogdet's return types) takes its fields one by one
+            return type(outs)(*dense) if hasattr(outs, "_fields") else type(outs)(dense)
+        if isinstance(outs, _C.Tensor) and outs.is_sparse:
+            return outs.to_dense(masked_grad=bool(masked))
+        return outs
+    return wrapped
 
 
 def _numerical_jacobian(fn, inputs, idx, eps):
     """Columns: d outputs / d inputs[idx].flat[j] by central differences."""
     x = inputs[idx]
+    if x.is_sparse:
+        return _numerical_jacobian_sparse(fn, inputs, idx, eps)
     n = x.numel()
     data = x.data  # perturbed in place, without autograd seeing the writes
     flat = data.view(-1) if x.is_contiguous() else None
@@ -90,7 +164,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     differences for every input that requires grad; otherwise raises GradcheckError
     (or returns False with ``raise_exception=False``)."""
     inputs = _as_tuple(inputs)
+    func = _densify_outputs(func, masked)
     tensor_idx = [i for i, x in enumerate(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
+    if any(inputs[i].is_sparse for i in tensor_idx):
+        fast_mode = False  # the random direction would leave the sparsity pattern
     if not tensor_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, "
                          "but none of the them have requires_grad=True.")
@@ -129,6 +206,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             diff_positions = [k for k, o in enumerate(all_outs) if o.requires_grad]
             for oi, pos in enumerate(diff_positions):
                 ana = analytical[oi][slot]
+                if masked and inputs[i].is_sparse:
+                    ana = ana * _sparse_mask_columns(inputs[i])[None, :]
                 numerical = (np.stack([c[pos] for c in cols], axis=1) if cols
                              else np.zeros((ana.shape[0], 0)))
                 if numerical.shape != ana.shape or not np.allclose(ana, numerical, rtol=rtol, atol=atol):
@@ -215,4 +294,5 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_order, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, nondet_tol=nondet_tol, fast_mode=fast_mode)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol, fast_mode=fast_mode,
+                     masked=masked)

@@ -29,10 +29,30 @@ def _preload_cudnn():
 # ---- end of the cuDNN preload ----
 
 
+def _preload_nccl():
+    """Loads libnccl.so.2 of the nvidia-nccl pip package (RTLD_GLOBAL) when it is installed,
+    so that the nccl backend's dlopen finds it (Note [NCCL at run time] in
+    csrc/ember/distributed/nccl/process_group_nccl.cpp); otherwise NCCL comes from the system."""
+    try:
+        import ctypes
+        import importlib.util
+        import os
+
+        spec = importlib.util.find_spec("nvidia.nccl")
+        for root in (spec.submodule_search_locations or ()) if spec else ():
+            path = os.path.join(root, "lib", "libnccl.so.2")
+            if os.path.exists(path):
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                return
+    except Exception:  # noqa: BLE001 - optional, as the cuDNN preload
+        pass
+
+
 def _lazy():
     global _backend, _load_error
     if _backend is None and _load_error is None:
         _preload_cudnn()
+        _preload_nccl()
         try:
             from .. import _C_cuda
             _backend = _C_cuda

@@ -507,7 +507,7 @@ def _adaptive_avg(ctx, n, x, nsp, size, op):
 
 
 @symbolic("aten::embedding")
-def _embedding(ctx, n, w, idx, padding_idx, scale):
+def _embedding(ctx, n, w, idx, padding_idx, scale, sparse=None):
     return ctx.op("Gather", [ctx.name(w), ctx.name(idx)], axis=0)
 
 

@@ -69,6 +69,22 @@ class Adagrad(_GroupStepOptimizer):
             weight_decay=_to_scalar(group["weight_decay"]), eps=_to_scalar(group["eps"]),
             maximize=group["maximize"])
 
+    def _sparse_step(self, group, params, grads, sums, steps):
+        """PyTorch's Adagrad update for a sparse gradient: coalesced (the update is not
+        linear), the accumulator and the parameter change at the gradient's rows only."""
+        lr, lr_decay, wd, eps = (
+            _to_scalar(group[k]) for k in ("lr", "lr_decay", "weight_decay", "eps"))
+        if wd != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        for i, p in enumerate(params):
+            step = _advance_step(steps[i])
+            g = (-grads[i] if group["maximize"] else grads[i]).coalesce()
+            clr = lr / (1 + (step - 1) * lr_decay)
+            idx, vals = g._indices(), g._values()
+            sums[i].add_(_C._sparse_coo_tensor_unsafe(idx, vals.pow(2), g.shape, True))
+            std = sums[i].sparse_mask(g)._values().sqrt_().add_(eps)
+            p.add_(_C._sparse_coo_tensor_unsafe(idx, vals / std, g.shape, True), alpha=-clr)
+
     def _composite_step(self, group, params, grads, sums, steps):
         """The fused kernel's update in ember ops (differentiable=True)."""
         lr, lr_decay, wd, eps = (

@@ -445,6 +445,13 @@ class _GroupStepOptimizer(Optimizer):
     def _composite_step(self, group, params, grads, *state_lists):
         raise NotImplementedError
 
+    def _sparse_step(self, group, params, grads, *state_lists):
+        """The update for parameters whose gradient is a sparse COO tensor (Embedding with
+        sparse=True): PyTorch's per-tensor algorithm in ember ops, for the optimizers that
+        accept sparse gradients (SGD, Adagrad); the others raise as PyTorch's."""
+        hint = ", please consider SparseAdam instead" if type(self).__name__ == "Adam" else ""
+        raise RuntimeError(f"{type(self).__name__} does not support sparse gradients{hint}")
+
     def _gather(self, group):
         keys = self._state_keys(group)
         params, grads, lists = [], [], [[] for _ in keys]
@@ -468,6 +475,15 @@ class _GroupStepOptimizer(Optimizer):
             params, grads, lists = self._gather(group)
             if not params:
                 continue
+            if any(g.is_sparse for g in grads):
+                sparse = [i for i, g in enumerate(grads) if g.is_sparse]
+                dense = [i for i, g in enumerate(grads) if not g.is_sparse]
+                self._sparse_step(group, [params[i] for i in sparse], [grads[i] for i in sparse],
+                                  *[[lst[i] for i in sparse] for lst in lists])
+                params, grads = [params[i] for i in dense], [grads[i] for i in dense]
+                lists = [[lst[i] for i in dense] for lst in lists]
+                if not params:
+                    continue
             if group.get("differentiable", False):
                 self._composite_step(group, params, grads, *lists)
             else:

@@ -51,6 +51,12 @@ class SGD(_GroupStepOptimizer):
             for p, buf in zip(params, new_bufs):
                 self.state[p]["momentum_buffer"] = buf
 
+    def _sparse_step(self, group, params, grads, bufs=()):
+        """Sparse gradients take the same update in ember ops, as PyTorch's per-tensor SGD:
+        the parameter is updated at the gradient's rows only; with momentum the buffer is
+        sparse (weight decay makes the step dense)."""
+        self._composite_step(group, params, grads, bufs)
+
     def _composite_step(self, group, params, grads, bufs=()):
         """The fused kernel's update in ember ops (differentiable=True)."""
         lr, wd = _to_scalar(group["lr"]), _to_scalar(group["weight_decay"])

@@ -13,6 +13,8 @@ def to_dlpack(tensor):
     """A DLPack capsule sharing ``tensor``'s memory (consumable once)."""
     if not isinstance(tensor, _C.Tensor):
         raise TypeError(f"to_dlpack: expected a Tensor, got {type(tensor).__name__}")
+    if tensor.is_sparse:  # PyTorch's error: a sparse tensor has no data pointer to share
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
     return tensor.__dlpack__()
 
 

@@ -201,6 +201,7 @@ void register_kernels() {
   register_rnn_kernels();
   register_attention_kernels();
   register_linalg_kernels();
+  register_sparse_kernels();
 }
 
 }  // namespace ember::cuda

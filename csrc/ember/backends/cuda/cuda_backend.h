@@ -102,5 +102,6 @@ void register_distance_kernels();        // distance.cu
 void register_rnn_kernels();             // rnn.cu
 void register_attention_kernels();       // attention.cu
 void register_linalg_kernels();          // linalg.cu (cuSOLVER: ember.linalg)
+void register_sparse_kernels();          // sparse.cu (coalesce, spmm via cuSPARSE, sddmm)
 
 }  // namespace ember::cuda

@@ -115,11 +115,13 @@ def _padding_idx(padding_idx, num):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """``sparse=True`` is accepted; the gradient is dense (ember has no sparse tensors)."""
+    """Rows of ``weight`` at ``input``. ``sparse=True``: the weight's gradient is a sparse
+    COO tensor with a row per looked-up index (optim.SGD, SparseAdam and Adagrad step
+    with it)."""
     padding_idx = _padding_idx(padding_idx, weight.shape[0])
     if max_norm is not None:
         _nn.embedding_renorm_(weight, input.contiguous(), float(max_norm), float(norm_type))
-    return _nn.embedding(weight, input, padding_idx, bool(scale_grad_by_freq))
+    return _nn.embedding(weight, input, padding_idx, bool(scale_grad_by_freq), bool(sparse))
 
 
 def _check_bag_offsets(offsets, n):
@@ -200,7 +202,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     starts = ember.zeros(n + 1, dtype=ember.int64, device=input.device)
     starts.index_add_(0, offsets.clamp(max=n), ember.ones(nb, dtype=ember.int64, device=input.device))
     bag = starts[:n].cumsum(0) - 1
-    rows = _nn.embedding(weight, input, padding_idx, bool(scale_grad_by_freq))
+    rows = _nn.embedding(weight, input, padding_idx, bool(scale_grad_by_freq), bool(sparse))
     keep = (input != padding_idx) if padding_idx >= 0 else None
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(1)

@@ -333,3 +333,18 @@ class LogSoftmax(_SoftmaxBase):
 class Softmin(_SoftmaxBase):
     def forward(self, input):
         return F.softmin(input, self.dim, _stacklevel=5)
+
+
+def __getattr__(name):
+    # torch.nn.modules.activation also holds MultiheadAttention (and the out_proj Linear it
+    # uses); ember defines them in transformer.py and linear.py, imported here on first use
+    # to keep the import order acyclic.
+    if name == "MultiheadAttention":
+        from .transformer import MultiheadAttention
+
+        return MultiheadAttention
+    if name == "NonDynamicallyQuantizableLinear":
+        from .linear import NonDynamicallyQuantizableLinear
+
+        return NonDynamicallyQuantizableLinear
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,6 +6,8 @@ from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten"]
+# NonDynamicallyQuantizableLinear is reachable here, as in torch.nn.modules.linear, but not
+# exported from ember.nn (torch.nn does not export it either).
 
 
 def _uniform_(t, bound):
@@ -63,6 +65,11 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under its own name: MultiheadAttention's out_proj (PyTorch uses the name to
+    keep dynamic quantization off it)."""
 
 
 class Bilinear(Module):

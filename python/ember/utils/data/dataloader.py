@@ -11,13 +11,16 @@ Three ways through, picked per epoch:
 * ``_MultiProcessIter``: ``num_workers`` forked worker processes fetch batches; tensors
   come back through shared memory (``_utils/reduction.py``).
 """
+import atexit
 import itertools
 import multiprocessing
 import os
 import queue
 import signal
+import sys
 import time
 import warnings
+import weakref
 
 import ember
 
@@ -33,6 +36,26 @@ get_worker_info = _worker.get_worker_info
 
 #: How often (seconds) the main process checks that its workers are alive while waiting.
 _WORKER_CHECK_INTERVAL = 0.1
+
+# Note [Worker shutdown]: the workers of an iterator are shut down (1) when it is exhausted,
+# (2) when anything in the main process raises inside the iterator (the sampler, a worker's
+# error, a timeout, KeyboardInterrupt), (3) when it is garbage collected, and (4) at interpreter
+# exit, by an atexit hook that runs while threads can still start. (4) matters because an
+# exception's traceback can keep the iterator alive until the interpreter finalizes, when a
+# queue's feeder thread can no longer start: putting the stop message then would wait forever,
+# so a shutdown that finds the interpreter finalizing only sets the event and terminates.
+_live_iterators = weakref.WeakSet()
+
+
+def _shutdown_live_iterators():
+    for it in list(_live_iterators):
+        try:
+            it._shutdown_workers()
+        except Exception:
+            pass
+
+
+atexit.register(_shutdown_live_iterators)
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -166,26 +189,72 @@ def _fast_source_checked(dataset):
 
 
 class _FastIter:
-    """Batches gathered in C++ on a background thread (see the module docstring)."""
+    """Batches gathered in C++ on a background thread (see the module docstring).
+
+    The sampler's indices arrive in chunks of at most ``_CHUNK`` (RandomSampler's
+    ``_index_chunks``), regrouped into whole batches; one prefetcher gathers each group, so an
+    epoch of any length (``num_samples=int(1e10)``) holds only one chunk of indices."""
+
+    _CHUNK = 1 << 20  # indices per prefetcher (8 MiB); a multiple of 32
 
     def __init__(self, loader, source):
         fields, imap, post = source
-        self._post = post
+        self._fields, self._imap, self._post = fields, imap, post
         self._pin = loader._pin_enabled
         loader._draw_base_seed()
         bs = loader.batch_sampler
+        self._bs, self._drop_last = bs.batch_size, bs.drop_last
+        self._len = len(loader)
         sampler = bs.sampler
         if type(sampler) is SequentialSampler:
-            idx = ember.arange(len(sampler), dtype=ember.int64)
+            n = len(sampler)
+            chunks = (ember.arange(i, min(i + self._CHUNK, n), dtype=ember.int64)
+                      for i in range(0, n, self._CHUNK))
         else:
-            idx = sampler._indices()
-        if imap is not None:
-            idx = imap[idx]
+            chunks = sampler._index_chunks(self._CHUNK)
+        self._groups = self._whole_batches(chunks)
+        self._pf = None
+        self._next_prefetcher()  # the first group's gather starts now
+
+    def _whole_batches(self, chunks):
+        """Regroups index chunks into tensors of whole batches (the last one may be partial);
+        yields (indices, is_last)."""
+        pending, held = [], 0
+        prev = None
+        for c in chunks:
+            if c.numel() == 0:
+                continue
+            pending.append(c)
+            held += c.numel()
+            if held >= self._CHUNK and held >= self._bs:
+                cut = held - held % self._bs
+                cat = pending[0] if len(pending) == 1 else ember.cat(pending)
+                if prev is not None:
+                    yield prev, False
+                prev = cat[:cut]
+                rest = cat[cut:]
+                pending, held = ([rest], rest.numel()) if rest.numel() else ([], 0)
+        tail = None
+        if pending:
+            tail = pending[0] if len(pending) == 1 else ember.cat(pending)
+        if prev is not None:
+            yield prev, tail is None
+        if tail is not None:
+            yield tail, True
+
+    def _next_prefetcher(self):
+        try:
+            idx, last = next(self._groups)
+        except StopIteration:
+            self._pf = None
+            return False
+        if self._imap is not None:
+            idx = self._imap[idx]
         # With pin_memory the C++ thread gathers straight into pinned memory (Note [Pinned
         # staging]); a Python transform after it makes new tensors, pinned here.
-        self._pf = ember._C._BatchPrefetcher(fields, idx, bs.batch_size, bs.drop_last, 2,
-                                             pinned=self._pin)
-        self._len = len(self._pf)
+        self._pf = ember._C._BatchPrefetcher(self._fields, idx, self._bs,
+                                             self._drop_last and last, 2, pinned=self._pin)
+        return True
 
     def __iter__(self):
         return self
@@ -194,7 +263,15 @@ class _FastIter:
         return self._len
 
     def __next__(self):
-        batch = next(self._pf)
+        while True:
+            if self._pf is None:
+                raise StopIteration
+            try:
+                batch = next(self._pf)
+                break
+            except StopIteration:
+                if not self._next_prefetcher():
+                    raise
         if self._post is not None:
             batch = self._post(batch)
             return _pin(batch) if self._pin else batch
@@ -270,6 +347,15 @@ class _MultiProcessIter:
         self._data_queue = ctx.Queue()
         self._index_queues, self._workers = [], []
         self._shutdown = False
+        _live_iterators.add(self)
+        try:
+            self._start_workers(ctx, loader, base_seed)
+            self._reset(first=True)
+        except BaseException:  # Note [Worker shutdown] (2)
+            self._shutdown_workers()
+            raise
+
+    def _start_workers(self, ctx, loader, base_seed):
         for i in range(self._num_workers):
             iq = ctx.Queue()
             iq.cancel_join_thread()
@@ -280,9 +366,17 @@ class _MultiProcessIter:
             w.start()
             self._index_queues.append(iq)
             self._workers.append(w)
-        self._reset(first=True)
 
     def _reset(self, first=False):
+        if first:
+            return self._reset_epoch(first)
+        try:
+            return self._reset_epoch(first)
+        except BaseException:  # Note [Worker shutdown] (2)
+            self._shutdown_workers()
+            raise
+
+    def _reset_epoch(self, first):
         self._sampler_iter = iter(self._loader._index_sampler)
         self._send_idx = 0
         self._rcvd_idx = 0
@@ -360,6 +454,15 @@ class _MultiProcessIter:
                 raise RuntimeError(_TOO_MANY_FILES) from e
 
     def __next__(self):
+        try:
+            return self._next()
+        except StopIteration:
+            raise
+        except BaseException:  # Note [Worker shutdown] (2)
+            self._shutdown_workers()
+            raise
+
+    def _next(self):
         while True:
             if self._shutdown:
                 raise StopIteration
@@ -417,14 +520,17 @@ class _MultiProcessIter:
         if self._shutdown:
             return
         self._shutdown = True
+        _live_iterators.discard(self)
+        finalizing = sys.is_finalizing()  # Note [Worker shutdown] (4)
         try:
             self._done_event.set()
-            for q in self._index_queues:
+            for q in self._index_queues if not finalizing else ():
                 try:
                     q.put(None)
                 except Exception:
                     pass
-            deadline = time.monotonic() + 2.0  # for all workers together
+            # For all workers together; none while finalizing, where they are terminated.
+            deadline = time.monotonic() + (0.0 if finalizing else 2.0)
             for w in self._workers:
                 w.join(timeout=max(0.0, deadline - time.monotonic()))
             for w in self._workers:

@@ -1,4 +1,14 @@
-"""Samplers: which dataset indices a DataLoader visits, and in what order."""
+"""Samplers: which dataset indices a DataLoader visits, and in what order.
+
+Every sampler is lazy, as PyTorch's: ``__iter__`` is a generator that draws its random numbers
+as it is consumed (RandomSampler from 32 draws at a time up, the others in bounded chunks), so
+``RandomSampler(data, replacement=True, num_samples=int(1e10))`` allocates nothing up front.
+With no ``generator``, RandomSampler seeds a private one from the default generator when
+iteration starts, as PyTorch does. The C++ loader path reads RandomSampler's indices in larger
+chunks (``_index_chunks``); the Philox draws do not depend on the chunking when every chunk but
+the last is a multiple of 32, so both paths visit the same indices."""
+import itertools
+
 import ember
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
@@ -55,20 +65,30 @@ class RandomSampler(Sampler):
     def num_samples(self):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
-    def _indices(self):
-        """The whole epoch's indices as an int64 tensor (used by the C++ loader path)."""
+    def _index_chunks(self, chunk=None):
+        """The epoch's indices as int64 tensors, in order: draws with replacement ``chunk`` at a
+        time (a multiple of 32; by default 32 first, doubling up to 4096, so a short look at a
+        huge sampler draws little and a long epoch makes few calls), else one permutation of
+        the data at a time."""
         n = len(self.data_source)
         g = _seeded_generator(self.generator)
+        total = self.num_samples
         if self.replacement:
-            return ember.randint(0, n, (self.num_samples,), dtype=ember.int64, generator=g)
-        parts = [ember.randperm(n, generator=g) for _ in range(self.num_samples // n)]
-        rem = self.num_samples % n
-        if rem:
-            parts.append(ember.randperm(n, generator=g)[:rem])
-        return parts[0] if len(parts) == 1 else ember.cat(parts)
+            size = chunk or 32
+            while total > 0:
+                k = min(size, total)
+                yield ember.randint(0, n, (k,), dtype=ember.int64, generator=g)
+                total -= k
+                if chunk is None:
+                    size = min(2 * size, 4096)
+        else:
+            for _ in range(total // n):
+                yield ember.randperm(n, generator=g)
+            yield ember.randperm(n, generator=g)[: total % n]
 
     def __iter__(self):
-        return iter(self._indices().tolist())
+        for idx in self._index_chunks():
+            yield from idx.tolist()
 
     def __len__(self):
         return self.num_samples
@@ -107,9 +127,19 @@ class WeightedRandomSampler(Sampler):
         self.replacement = replacement
         self.generator = generator
 
+    #: Draws per multinomial call with replacement (even, so the draws do not depend on it).
+    _CHUNK = 1 << 16
+
     def __iter__(self):
-        rand = ember.multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator)
-        return iter(rand.tolist())
+        if not self.replacement:  # at most len(weights) draws: one call, as PyTorch's
+            yield from ember.multinomial(self.weights, self.num_samples, False,
+                                         generator=self.generator).tolist()
+            return
+        left = self.num_samples
+        while left > 0:
+            k = min(left, self._CHUNK)
+            yield from ember.multinomial(self.weights, k, True, generator=self.generator).tolist()
+            left -= k
 
     def __len__(self):
         return self.num_samples
@@ -128,12 +158,11 @@ class BatchSampler(Sampler):
         self.drop_last = drop_last
 
     def __iter__(self):
-        batch = []
-        for idx in self.sampler:
-            batch.append(idx)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
+        it = iter(self.sampler)
+        batch = list(itertools.islice(it, self.batch_size))
+        while len(batch) == self.batch_size:
+            yield batch
+            batch = list(itertools.islice(it, self.batch_size))
         if batch and not self.drop_last:
             yield batch
 

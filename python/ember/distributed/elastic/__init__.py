@@ -1,0 +1,1 @@
+"""The launcher's support for workers (torch.distributed.elastic's names)."""

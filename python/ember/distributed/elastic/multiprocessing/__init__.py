@@ -1,0 +1,1 @@
+"""Worker error reporting for the launcher (torch.distributed.elastic.multiprocessing)."""
