@@ -9,6 +9,11 @@ ops/       the front-ends: core/, kernels/, autograd/ (recording) and ops/, neve
            runtime) has every op's semantics without Python.
 autograd/  core/, kernels/, ops/ (formulas are ember ops) and autograd/.
 data/      core/, ops/ and data/.
+jit/       the graph IR, tracer, interpreter, passes and archive: core/, kernels/, autograd/,
+           ops/, data/ (CRC-32C for the archive's checksum) and jit/. Its trace hook
+           (jit/trace_hook.h, jit/trace_elementwise.h) is the one jit header ops/ and
+           autograd/ include: the tracer records at the op front-end's entry (DESIGN.md).
+api/       the C++ API's conveniences (<ember/ember.h>): core/, autograd/, ops/ and api/.
 python/    the bindings: anything but a backend's kernels (argument conversion only; the op
            semantics live in ops/).
 And nothing below python/ includes pybind11 or Python.h (the _C_cuda module aside).
@@ -31,12 +36,18 @@ ALLOWED = {
     "core": {"core"},
     "kernels": {"core", "kernels"},
     "backends": {"core", "kernels", "backends"},
-    "ops": {"core", "kernels", "autograd", "ops"},
-    "autograd": {"core", "kernels", "autograd", "ops"},
+    "ops": {"core", "kernels", "autograd", "ops", "jit"},
+    "autograd": {"core", "kernels", "autograd", "ops", "jit"},
     "data": {"core", "ops", "data"},
-    "python": {"core", "kernels", "autograd", "ops", "data", "distributed", "python"},
+    "jit": {"core", "kernels", "autograd", "ops", "data", "jit"},
+    "api": {"core", "kernels", "autograd", "ops", "api"},
+    "python": {"core", "kernels", "autograd", "ops", "data", "distributed", "jit", "api",
+               "python"},
     "distributed": {"core", "kernels", "ops", "autograd", "backends", "distributed"},
 }
+# What a layer below jit/ may include from it: the trace hook only.
+JIT_HOOKS = {"ember/jit/trace_hook.h", "ember/jit/trace_elementwise.h"}
+JIT_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](ember/jit/[^">]+)[">]', re.M)
 
 # file -> the layers it may still include against the rule, and why.
 KNOWN = {
@@ -82,6 +93,18 @@ def test_layer_includes_only_below(layer):
     assert _sources(layer), f"no sources under {SRC / layer}"
     bad = _violations(layer)
     assert not bad, f"{layer}/ may include only {sorted(ALLOWED[layer])}:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("layer", ["ops", "autograd"])
+def test_front_ends_include_only_the_trace_hook_from_jit(layer):
+    bad = []
+    for path in _sources(layer):
+        text = path.read_text()
+        for m in JIT_INCLUDE.finditer(text):
+            if m.group(1) not in JIT_HOOKS:
+                bad.append(f"{path.relative_to(SRC)}:{text.count(chr(10), 0, m.start()) + 1}: "
+                           f"includes {m.group(1)}")
+    assert not bad, f"{layer}/ may include only {sorted(JIT_HOOKS)} from jit/:\n" + "\n".join(bad)
 
 
 def test_known_exceptions_still_needed():

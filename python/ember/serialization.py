@@ -910,6 +910,10 @@ def get_unsafe_globals_in_checkpoint(f):
 
 def _load_safe(fh, size, restore):
     meta, entries = _read_header(fh, size)
+    if meta.get("format") == "ember.jit":
+        raise RuntimeError("ember.load: this file is an ember.jit archive (a traced or scripted "
+                           "module or function saved by ember.jit.save or ScriptModule.save); "
+                           "load it with ember.jit.load")
     tensors = {}
     data_crc = 0
     for begin, end, name, dtype, shape in entries:  # file order: sequential reads

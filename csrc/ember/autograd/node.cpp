@@ -1,4 +1,5 @@
 #include "ember/autograd/node.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -261,6 +262,7 @@ void set_view_of(const Tensor& out, const Tensor& base) {
 }
 
 Tensor detach(const Tensor& t) {
+  EMBER_TRACE("aten::detach(Tensor self) -> Tensor", detach, t);
   Tensor d = make_view(t, t.sizes(), t.strides(), t.storage_offset());
   d.impl()->autograd.reset();
   d.impl()->requires_grad = false;

@@ -7,6 +7,7 @@
 #include "ember/core/inference_mode.h"
 #include "ember/core/sparse.h"
 #include "ember/core/tls.h"
+#include "ember/core/trace_state.h"
 
 namespace ember {
 
@@ -250,6 +251,7 @@ static void check_view_bounds(const Storage& st, DType dtype, const Shape& sizes
 }
 
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
+  if (trace_state::outermost()) trace_state::untraced("a view");  // Note [Tracing]
   if (base.layout() != Layout::Strided) {
     // An alias of the whole tensor (detach, .data) is a shallow copy; any other view raises.
     if (sizes == base.sizes() && offset == 0) return sparse_shallow_copy(base);

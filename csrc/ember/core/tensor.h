@@ -13,6 +13,8 @@
 
 namespace ember {
 
+class Scalar;
+
 /// The version counter of Note [Version counter].
 struct VersionCounter {
   uint32_t value = 0;
@@ -157,6 +159,34 @@ class Tensor {
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
   uint32_t version() const { return impl_->version->value; }
+  // ---- Methods of the C++ API (<ember/script.h>), PyTorch's names; defined with the
+  // front-ends they call in api/tensor_methods.cpp. Python binds the front-ends instead.
+  /// a[start:end:step] along `dim`, clamped as a Python slice.
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor view(const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor detach() const;
+  Tensor to(Device device) const;
+  Tensor to(DType dtype) const;
+  Tensor sum() const;
+  Tensor mean() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  /// The one element as a number (RuntimeError unless numel() == 1).
+  Scalar item() const;
+  bool requires_grad() const;
+  /// The accumulated gradient (undefined before a backward).
+  Tensor grad() const;
+  /// Backpropagates from this one-element tensor (gradient 1).
+  void backward() const;
+  /// Python's repr: "tensor([[1., 2.]], grad_fn=<AddBackward0>)".
+  std::string str() const;
+
   /// Records an in-place write; `op` names it in autograd's error messages.
   void bump_version(const char* op = nullptr) const {
     VersionCounter& v = *impl_->version;

@@ -4,6 +4,7 @@
 #include "ember/core/dtype.h"
 #include "ember/core/error.h"
 #include "ember/core/profiler.h"
+#include "ember/core/trace_state.h"
 
 #include <utility>
 
@@ -104,6 +105,7 @@ struct DispatchStub {
   Fn fns[kNumDeviceTypes] = {};
   constexpr explicit DispatchStub(const char* n) : name(n) {}
   BoundKernel<Fn> get(Device d) const {
+    if (trace_state::outermost()) trace_state::untraced(name);  // Note [Tracing] (jit/tracer.h)
     Fn f = fns[int(d.type)];
     EMBER_CHECK(f, '"', name, "\" not implemented for '", d.is_cpu() ? "CPU" : "CUDA", "'");
     return BoundKernel<Fn>{f, name, !d.is_cpu()};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"
@@ -176,6 +177,8 @@ Term contract(Term a, Term b, const std::vector<int>& needed) {
 }  // namespace
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
+  EMBER_TRACE("aten::einsum(str equation, Tensor[] operands) -> Tensor", einsum, equation,
+              operands);
   EMBER_CHECK(!operands.empty(), "einsum(): must provide at least one operand");
   std::string lhs = equation, rhs;
   size_t arrow = equation.find("->");
@@ -269,6 +272,10 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
 }
 
 Tensor tensordot(const Tensor& a, const Tensor& b, const Shape& dims_a, const Shape& dims_b) {
+  EMBER_TRACE(
+      "aten::tensordot.Tensor_intList_intList(Tensor self, Tensor b, int[] dims_a, int[] dims_b) "
+      "-> Tensor",
+      tensordot, a, b, dims_a, dims_b);
   EMBER_CHECK(dims_a.size() == dims_b.size(), "both dimension lists should have same length");
   Shape pa, pb, out_shape;
   std::vector<bool> used_a(a.dim(), false), used_b(b.dim(), false);
@@ -298,6 +305,8 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const Shape& dims_a, const Sh
 }
 
 Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
+  EMBER_TRACE("aten::tensordot.Tensor_int(Tensor self, Tensor b, int dim) -> Tensor", tensordot, a,
+              b, dims);
   EMBER_CHECK(dims >= 0, "tensordot expects dims >= 0, but got dims=", dims);
   EMBER_CHECK(dims <= a.dim() && dims <= b.dim(),
               "tensordot expects dims < ndim_a or ndim_b, but got dims=", dims);
@@ -310,6 +319,7 @@ Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
 }
 
 Tensor kron(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::kron(Tensor self, Tensor b) -> Tensor", kron, a, b);
   int64_t nd = std::max(a.dim(), b.dim());
   Shape sa(static_cast<size_t>(nd), 1), sb(static_cast<size_t>(nd), 1);
   for (int64_t i = 0; i < a.dim(); ++i) sa[nd - a.dim() + i] = a.sizes()[i];
@@ -327,6 +337,7 @@ Tensor kron(const Tensor& a, const Tensor& b) {
 }
 
 Tensor inner(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::inner(Tensor self, Tensor b) -> Tensor", inner, a, b);
   if (a.dim() == 0 || b.dim() == 0) return binary(BinaryOp::mul, a, b);
   EMBER_CHECK(a.sizes().back() == b.sizes().back(),
               "inner() the last dimension must match on both input tensors but got shapes ",
@@ -335,6 +346,7 @@ Tensor inner(const Tensor& a, const Tensor& b) {
 }
 
 Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
+  EMBER_TRACE("aten::cross(Tensor self, Tensor b, int? dim) -> Tensor", cross, a, b, dim);
   EMBER_CHECK(a.dim() == b.dim(), "linalg.cross: inputs must have the same number of dimensions.");
   std::vector<Tensor> bt = broadcast_tensors({a, b});
   const Tensor &x = bt[0], &y = bt[1];
@@ -361,6 +373,7 @@ Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
 }
 
 Tensor matrix_power(const Tensor& a, int64_t n) {
+  EMBER_TRACE("aten::matrix_power(Tensor self, int n) -> Tensor", matrix_power, a, n);
   EMBER_CHECK(a.dim() >= 2 && a.sizes()[a.dim() - 1] == a.sizes()[a.dim() - 2],
               "linalg.matrix_power: A must be batches of square matrices, but they are ",
               a.dim() >= 2 ? a.sizes()[a.dim() - 2] : 0, " by ",

@@ -5,6 +5,8 @@
 
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
+#include "ember/jit/trace_elementwise.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/ops.h"
 
 #include "ember/ops/sparse.h"
@@ -245,6 +247,7 @@ static bool inplace_records(const Tensor& self, const Tensor* other) {
 }
 
 Tensor unary(UnaryOp op, const Tensor& a) {
+  if (trace_state::outermost()) return jit::trace_unary(op, a);
   if (__builtin_expect(a.is_sparse(), 0)) return sparse_unary(op, a);  // records its own graph
   autograd::RecordScope scope({&a});
   Tensor out = run_unary(op, a, nullptr);
@@ -255,11 +258,13 @@ Tensor unary(UnaryOp op, const Tensor& a) {
   return out;
 }
 Tensor& unary_out(UnaryOp op, const Tensor& a, const Tensor& out) {
+  if (trace_state::outermost()) return jit::trace_unary_out(op, a, out);
   if (!out.is_same(a)) autograd::check_out_not_differentiable(op_name(op), {&a, &out});
   run_unary(op, a, &out);
   return const_cast<Tensor&>(out);
 }
 Tensor& unary_(UnaryOp op, const Tensor& a) {
+  if (trace_state::outermost()) return jit::trace_unary_(op, a);
   if (inplace_records(a, nullptr)) {
     autograd::inplace_with_grad(a, inplace_name(op), autograd::unary_needs_input(op),
                                 [op](const Tensor& s) { return unary(op, s); });
@@ -356,6 +361,7 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  if (trace_state::outermost()) return jit::trace_binary(op, a, b);
   autograd::RecordScope scope({&a, &b});
   Tensor out = run_binary(op, a, b, nullptr);
   if (scope.rec) {
@@ -365,11 +371,13 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   return out;
 }
 Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  if (trace_state::outermost()) return jit::trace_binary_out(op, a, b, out);
   if (!out.is_same(a)) autograd::check_out_not_differentiable(op_name(op), {&a, &b, &out});
   run_binary(op, a, b, &out);
   return const_cast<Tensor&>(out);
 }
 Tensor& binary_(BinaryOp op, const Tensor& a, const Tensor& b) {
+  if (trace_state::outermost()) return jit::trace_binary_(op, a, b);
   if (inplace_records(a, &b)) {
     autograd::inplace_with_grad(a, inplace_name(op), autograd::binary_needs_self(op),
                                 [op, &b](const Tensor& s) { return binary(op, s, b); });
@@ -412,13 +420,17 @@ Tensor& binary_out(BinaryOp op, const Tensor& a, const Tensor& b, Scalar alpha, 
 }
 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  EMBER_TRACE("aten::add(Tensor self, Tensor other, *, Scalar alpha) -> Tensor", add, a, b, alpha);
   return binary(BinaryOp::add, a, b, alpha);
 }
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  EMBER_TRACE("aten::sub(Tensor self, Tensor other, *, Scalar alpha) -> Tensor", sub, a, b, alpha);
   return binary(BinaryOp::sub, a, b, alpha);
 }
 
 Tensor div_rounding(const Tensor& a, const Tensor& b, const std::string& mode) {
+  EMBER_TRACE("aten::div.Tensor_mode(Tensor self, Tensor other, *, str rounding_mode) -> Tensor",
+              div_rounding, a, b, mode);
   EMBER_CHECK(mode == "trunc" || mode == "floor",
               "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode,
               "'");
@@ -431,6 +443,8 @@ Tensor div_rounding(const Tensor& a, const Tensor& b, const std::string& mode) {
 // ---- where / clamp ----------------------------------------------------------------------
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", where,
+              cond, a, b);
   EMBER_CHECK(cond.dtype() == DType::Bool || cond.dtype() == DType::UInt8,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               dtype_name(cond.dtype()));
@@ -453,6 +467,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  EMBER_TRACE("aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
+              clamp, a, min, max);
   EMBER_CHECK(min || max, "ember.clamp: At least one of 'min' or 'max' must not be None");
   // Bounds promote (a bool tensor clamped by ints is int64), as PyTorch; a bool
   // result is allowed only with tensor bounds.
@@ -500,6 +516,8 @@ Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optio
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  EMBER_TRACE("aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", lerp, start,
+              end, weight);
   EMBER_CHECK(start.dtype() == end.dtype(), "lerp: expected dtype ", dtype_name(start.dtype()),
               " for `end` but got dtype ", dtype_name(end.dtype()));
   EMBER_CHECK(is_floating(start.dtype()), "lerp: expected a floating-point `start`, got ",
@@ -563,6 +581,8 @@ double finfo_max(DType t) {
 
 Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf,
                   std::optional<double> neginf) {
+  EMBER_TRACE("aten::nan_to_num(Tensor self, float nan, float? posinf, float? neginf) -> Tensor",
+              nan_to_num, a, nan, posinf, neginf);
   if (!is_floating(a.dtype())) return clone(a);
   autograd::RecordScope rs({&a});
   double big = finfo_max(a.dtype());
@@ -589,6 +609,8 @@ Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf,
 }
 
 Tensor round_decimals(const Tensor& a, int64_t decimals) {
+  EMBER_TRACE("aten::round.decimals(Tensor self, *, int decimals) -> Tensor", round_decimals, a,
+              decimals);
   if (decimals == 0) return unary(UnaryOp::round, a);
   EMBER_CHECK(is_floating(a.dtype()), "round(decimals=", decimals,
               ") is only implemented for "
@@ -607,6 +629,7 @@ Tensor round_decimals(const Tensor& a, int64_t decimals) {
 static const Tensor& copy_impl(const Tensor& dst, const Tensor& src);
 
 const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+  EMBER_TRACE("aten::copy_(Tensor self, Tensor src) -> Tensor", copy_, dst, src);
   if (__builtin_expect(dst.is_sparse() || src.is_sparse(), 0)) {
     if (autograd::grad_enabled() && (autograd::requires_grad(src) || autograd::requires_grad(dst)))
       autograd::check_inplace(dst, "copy_");
@@ -673,6 +696,8 @@ static Tensor convert_single(const Tensor& a, DType dtype) {
 }
 
 Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
+  EMBER_TRACE("aten::to.dtype(Tensor self, ScalarType dtype, bool copy=False) -> Tensor", to_dtype,
+              a, dtype, copy);
   if (a.dtype() == dtype && !copy) return a;
   if (__builtin_expect(a.is_sparse(), 0)) return sparse_to(a, dtype, a.device(), copy);
   if (a.dim() == 0 && a.device().is_cpu() && !autograd::compute_requires_grad({&a}))
@@ -686,6 +711,8 @@ Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
 }
 
 Tensor to_device(const Tensor& a, Device device, bool copy) {
+  EMBER_TRACE("aten::to.device(Tensor self, Device device, bool copy=False) -> Tensor", to_device,
+              a, device, copy);
   if (device.is_cuda() && device.index < 0) device.index = 0;
   Device ad = a.device();
   if (ad.type == device.type && (ad.index == device.index || device.index < 0) && !copy) return a;
@@ -698,11 +725,13 @@ Tensor to_device(const Tensor& a, Device device, bool copy) {
 }
 
 Tensor contiguous(const Tensor& a) {
+  EMBER_TRACE("aten::contiguous(Tensor self) -> Tensor", contiguous, a);
   if (a.is_contiguous()) return a;
   return clone(a);
 }
 
 Tensor clone(const Tensor& a) {
+  EMBER_TRACE("aten::clone(Tensor self) -> Tensor", clone, a);
   if (__builtin_expect(a.is_sparse(), 0)) return sparse_clone(a);
   Tensor out = empty(a.sizes(), a.dtype(), a.device());
   if (a.numel()) copy_impl(out, a);
@@ -744,6 +773,7 @@ void check_scalar_fits(Scalar v, DType dt, const char* op) {
 }
 
 const Tensor& fill_(const Tensor& a, Scalar v) {
+  EMBER_TRACE("aten::fill_.Scalar(Tensor self, Scalar value) -> Tensor", fill_, a, v);
   if (__builtin_expect(a.is_sparse(), 0)) {
     // zero_() is the one fill a sparse tensor takes (PyTorch's zero_ of a sparse tensor).
     if (v.to_double() != 0.0) raise_sparse_unsupported("fill_", a);
@@ -791,6 +821,9 @@ const Tensor& fill_(const Tensor& a, const Tensor& value) {
 }
 
 Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device) {
+  EMBER_TRACE(
+      "aten::full(int[] size, Scalar fill_value, *, ScalarType dtype, Device device) -> Tensor",
+      full, sizes, v, dtype, device);
   Tensor t = empty(sizes, dtype, device);
   fill_(t, v);
   *t.impl()->version = 0;
@@ -798,6 +831,8 @@ Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device) {
 }
 
 Tensor zeros(const Shape& sizes, DType dtype, Device device) {
+  EMBER_TRACE("aten::zeros(int[] size, *, ScalarType dtype, Device device) -> Tensor", zeros, sizes,
+              dtype, device);
   return full(sizes, Scalar(int64_t(0)), dtype, device);
 }
 

@@ -1,5 +1,6 @@
 // Factory front-ends: validate, pick the dtype, allocate, run the kernel.
 #include "ember/ops/factory.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,8 @@ DispatchStub<void (*)(const Tensor&, double, double, std::optional<double>)> lin
     "linspace");
 
 Tensor ones(const Shape& sizes, DType dtype, Device device) {
+  EMBER_TRACE("aten::ones(int[] size, ScalarType dtype, Device device) -> Tensor", ones, sizes,
+              dtype, device);
   return full(sizes, Scalar(int64_t(1)), dtype, device);
 }
 
@@ -42,6 +45,9 @@ bool non_overlapping_and_dense(const Tensor& a) {
 }  // namespace
 
 Tensor empty_like(const Tensor& a, std::optional<DType> dtype, std::optional<Device> device) {
+  EMBER_TRACE(
+      "aten::empty_like(Tensor self, ScalarType? dtype=None, Device? device=None) -> Tensor",
+      empty_like, a, dtype, device);
   DType dt = dtype.value_or(a.dtype());
   Device dev = device.value_or(a.device());
   if (a.is_contiguous() || a.numel() == 0 || !non_overlapping_and_dense(a))
@@ -94,6 +100,10 @@ int64_t arange_size(Scalar start, Scalar end, Scalar step, DType dtype) {
 }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype, Device device) {
+  EMBER_TRACE(
+      "aten::arange(Scalar start, Scalar end, Scalar step, ScalarType? dtype=None, Device device) "
+      "-> Tensor",
+      arange, start, end, step, dtype, device);
   DType dt;
   if (dtype) {
     dt = *dtype;
@@ -141,14 +151,24 @@ Tensor spaced(const char* op, double start, double end, int64_t steps, std::opti
 }  // namespace
 
 Tensor linspace(double start, double end, int64_t steps, DType dtype, Device device) {
+  EMBER_TRACE(
+      "aten::linspace(float start, float end, int steps, ScalarType dtype, Device device) -> "
+      "Tensor",
+      linspace, start, end, steps, dtype, device);
   return spaced("linspace", start, end, steps, std::nullopt, dtype, device);
 }
 
 Tensor logspace(double start, double end, int64_t steps, double base, DType dtype, Device device) {
+  EMBER_TRACE(
+      "aten::logspace(float start, float end, int steps, float base, ScalarType dtype, Device "
+      "device) -> Tensor",
+      logspace, start, end, steps, base, dtype, device);
   return spaced("logspace", start, end, steps, base, dtype, device);
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m_opt, DType dtype, Device device) {
+  EMBER_TRACE("aten::eye(int n, int? m, ScalarType dtype, Device device) -> Tensor", eye, n, m_opt,
+              dtype, device);
   EMBER_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
   int64_t m = m_opt.value_or(n);
   EMBER_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);

@@ -1,6 +1,7 @@
 // Indexing front-ends: validate, compute shapes, restride, call the kernels
 // (see Note [Advanced indexing] in index.h).
 #include "ember/ops/index.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -306,6 +307,7 @@ void index_set(const Tensor& self, const std::vector<TensorIndex>& indices, cons
 }
 
 Tensor index(const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
+  EMBER_TRACE("aten::index(Tensor self, Tensor?[] indices) -> Tensor", index, self, indices);
   autograd::RecordScope scope({&self});
   AdvancedIndex a = make_advanced_index(self, indices);
   Tensor out = empty(a.shape, self.dtype(), self.device());
@@ -356,6 +358,10 @@ const Tensor& index_put_impl(const Tensor& self, const std::vector<std::optional
 
 const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
                          const Tensor& values, bool accumulate) {
+  EMBER_TRACE(
+      "aten::index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
+      "Tensor",
+      index_put_, self, indices, values, accumulate);
   if (autograd::inplace_records(self, {&values})) {
     // Note [In-place ops under autograd]: runs as index_put, which never reads self's old
     // value in its backward.
@@ -371,6 +377,10 @@ const Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Ten
 
 Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
                  const Tensor& values, bool accumulate) {
+  EMBER_TRACE(
+      "aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
+      "Tensor",
+      index_put, self, indices, values, accumulate);
   autograd::RecordScope scope({&self, &values});
   Tensor r = clone(self);
   index_put_impl(r, indices, values, accumulate);
@@ -422,6 +432,8 @@ Tensor index_select_impl(const Tensor& self, int64_t& dim, const Tensor& index) 
 }  // namespace
 
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  EMBER_TRACE("aten::index_select(Tensor self, int dim, Tensor index) -> Tensor", index_select,
+              self, dim, index);
   if (__builtin_expect(self.is_sparse(), 0)) return sparse_index_select(self, dim, index);
   autograd::RecordScope scope({&self});
   Tensor out = index_select_impl(self, dim, index);
@@ -484,6 +496,8 @@ void check_masked_fill_inplace(const Tensor& self, const Tensor& mask, const Ten
 }  // namespace
 
 const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  EMBER_TRACE("aten::masked_fill_.Tensor_Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+              masked_fill_, self, mask, value);
   if (autograd::inplace_records(self, {&value})) {
     check_masked_fill_inplace(self, mask, value);
     autograd::inplace_with_grad(self, "masked_fill_", false,
@@ -494,6 +508,8 @@ const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, const Tensor&
 }
 
 const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, Scalar value) {
+  EMBER_TRACE("aten::masked_fill_.Tensor_Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+              masked_fill_, self, mask, value);
   Tensor v = scalar_tensor(value, self.dtype(), self.device());
   if (autograd::inplace_records(self, {})) {
     check_masked_fill_inplace(self, mask, v);
@@ -505,15 +521,20 @@ const Tensor& masked_fill_(const Tensor& self, const Tensor& mask, Scalar value)
 }
 
 Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value) {
+  EMBER_TRACE("aten::masked_fill.Tensor_Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+              masked_fill, self, mask, value);
   return masked_fill_impl_out(self, mask, value, &value);
 }
 
 Tensor masked_fill(const Tensor& self, const Tensor& mask, Scalar value) {
+  EMBER_TRACE("aten::masked_fill.Tensor_Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+              masked_fill, self, mask, value);
   return masked_fill_impl_out(self, mask, scalar_tensor(value, self.dtype(), self.device()),
                               nullptr);
 }
 
 Tensor masked_select(const Tensor& self, const Tensor& mask) {
+  EMBER_TRACE("aten::masked_select(Tensor self, Tensor mask) -> Tensor", masked_select, self, mask);
   EMBER_CHECK(mask.dtype() == DType::Bool, "masked_select: expected BoolTensor for mask, but got ",
               dtype_name(mask.dtype()));
   check_same_device(self, mask, "masked_select");
@@ -533,6 +554,7 @@ Tensor masked_select(const Tensor& self, const Tensor& mask) {
 }
 
 Tensor take(const Tensor& self, const Tensor& index) {
+  EMBER_TRACE("aten::take(Tensor self, Tensor index) -> Tensor", take, self, index);
   EMBER_CHECK(index.dtype() == DType::Int64, "take(): Expected a long tensor for index, but got ",
               dtype_name(index.dtype()));
   check_same_device(self, index, "take");
@@ -564,13 +586,20 @@ Tensor take(const Tensor& self, const Tensor& index) {
 // ---- nonzero
 // -------------------------------------------------------------------------------------
 
-Tensor nonzero(const Tensor& self) { return nonzero_stub.get(self.device())(self); }
+Tensor nonzero(const Tensor& self) {
+  EMBER_TRACE("aten::nonzero(Tensor self) -> Tensor", nonzero, self);
+  return nonzero_stub.get(self.device())(self);
+}
 
 std::vector<Tensor> nonzero_numpy(const Tensor& self) {
+  EMBER_TRACE("aten::nonzero_numpy(Tensor self) -> Tensor[]", nonzero_numpy, self);
   Tensor nz = nonzero(self.dim() == 0 ? unsqueeze(self, 0) : self);
   return unbind(nz, 1);
 }
 
-Tensor argwhere(const Tensor& self) { return nonzero(self); }
+Tensor argwhere(const Tensor& self) {
+  EMBER_TRACE("aten::argwhere(Tensor self) -> Tensor", argwhere, self);
+  return nonzero(self);
+}
 
 }  // namespace ember

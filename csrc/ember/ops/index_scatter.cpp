@@ -4,6 +4,7 @@
 
 #include "ember/autograd/derivatives/index.h"
 #include "ember/autograd/record.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/index.h"
 #include "ember/ops/index_detail.h"
 #include "ember/ops/ops.h"
@@ -92,6 +93,8 @@ const Tensor& scatter_impl(const char* op, const Tensor& self, int64_t dim, cons
 }  // namespace
 
 Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
+  EMBER_TRACE("aten::gather(Tensor self, int dim, Tensor index) -> Tensor", gather, self, dim,
+              index);
   autograd::RecordScope scope({&self});
   dim = check_gather_scatter("gather", self, dim, index, nullptr);
   Tensor out = empty(index.sizes(), self.dtype(), self.device());
@@ -112,6 +115,9 @@ Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
 // (Note [In-place ops under autograd]; no formula reads self's old value).
 
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  EMBER_TRACE(
+      "aten::scatter.int_Tensor_Tensor(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+      scatter, self, dim, index, src);
   autograd::RecordScope scope({&self, &src});
   Tensor r = clone(self);
   scatter_impl("scatter", r, dim, index, src, false, false);
@@ -122,6 +128,9 @@ Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tenso
   return r;
 }
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value) {
+  EMBER_TRACE(
+      "aten::scatter.int_Tensor_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+      scatter, self, dim, index, value);
   autograd::RecordScope scope({&self});
   Tensor r = clone(self);
   scatter_impl("scatter", r, dim, index, scalar_tensor(value, self.dtype(), self.device()), false,
@@ -133,6 +142,8 @@ Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar valu
   return r;
 }
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  EMBER_TRACE("aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+              scatter_add, self, dim, index, src);
   autograd::RecordScope scope({&self, &src});
   Tensor r = clone(self);
   scatter_impl("scatter_add", r, dim, index, src, true, false);
@@ -143,6 +154,9 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
   return r;
 }
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  EMBER_TRACE(
+      "aten::scatter_.int_Tensor_Tensor(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+      scatter_, self, dim, index, src);
   if (autograd::inplace_records(self, {&src})) {
     check_no_internal_overlap(self, "scatter");
     autograd::inplace_with_grad(self, "scatter_", false,
@@ -152,6 +166,10 @@ const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, con
   return scatter_impl("scatter", self, dim, index, src, false, false);
 }
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value) {
+  EMBER_TRACE(
+      "aten::scatter_.int_Tensor_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> "
+      "Tensor",
+      scatter_, self, dim, index, value);
   if (autograd::inplace_records(self, {})) {
     check_no_internal_overlap(self, "scatter");
     autograd::inplace_with_grad(self, "scatter_", false,
@@ -163,6 +181,8 @@ const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Sca
 }
 const Tensor& scatter_add_(const Tensor& self, int64_t dim, const Tensor& index,
                            const Tensor& src) {
+  EMBER_TRACE("aten::scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+              scatter_add_, self, dim, index, src);
   if (autograd::inplace_records(self, {&src})) {
     check_no_internal_overlap(self, "scatter_add");
     autograd::inplace_with_grad(self, "scatter_add_", false,
@@ -242,14 +262,26 @@ Tensor scatter_reduce_legacy(const Tensor& self, int64_t dim, const Tensor& inde
 
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                const std::string& reduce) {
+  EMBER_TRACE(
+      "aten::scatter.int_Tensor_Tensor_str(Tensor self, int dim, Tensor index, Tensor src, str "
+      "reduce) -> Tensor",
+      scatter, self, dim, index, src, reduce);
   return scatter_reduce_legacy(self, dim, index, &src, Scalar(int64_t(0)), reduce);
 }
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, Scalar value,
                const std::string& reduce) {
+  EMBER_TRACE(
+      "aten::scatter.int_Tensor_Scalar_str(Tensor self, int dim, Tensor index, Scalar value, str "
+      "reduce) -> Tensor",
+      scatter, self, dim, index, value, reduce);
   return scatter_reduce_legacy(self, dim, index, nullptr, value, reduce);
 }
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                        const std::string& reduce) {
+  EMBER_TRACE(
+      "aten::scatter_.int_Tensor_Tensor_str(Tensor self, int dim, Tensor index, Tensor src, str "
+      "reduce) -> Tensor",
+      scatter_, self, dim, index, src, reduce);
   if (autograd::inplace_records(self, {&src}))
     return autograd::inplace_with_grad(self, "scatter_", false, [&](const Tensor& s) {
       return scatter(s, dim, index, src, reduce);
@@ -262,6 +294,10 @@ const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, con
 }
 const Tensor& scatter_(const Tensor& self, int64_t dim, const Tensor& index, Scalar value,
                        const std::string& reduce) {
+  EMBER_TRACE(
+      "aten::scatter_.int_Tensor_Scalar_str(Tensor self, int dim, Tensor index, Scalar value, str "
+      "reduce) -> Tensor",
+      scatter_, self, dim, index, value, reduce);
   if (autograd::inplace_records(self, {}))
     return autograd::inplace_with_grad(self, "scatter_", false, [&](const Tensor& s) {
       return scatter(s, dim, index, value, reduce);
@@ -320,6 +356,10 @@ const Tensor& index_add_impl(const Tensor& self, int64_t& dim, const Tensor& ind
 
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                  Scalar alpha) {
+  EMBER_TRACE(
+      "aten::index_add(Tensor self, int dim, Tensor index, Tensor source, Scalar alpha=1) -> "
+      "Tensor",
+      index_add, self, dim, index, source, alpha);
   autograd::RecordScope scope({&self, &source});
   Tensor r = clone(self);
   index_add_impl(r, dim, index, source, alpha);
@@ -332,6 +372,10 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
 
 const Tensor& index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                          Scalar alpha) {
+  EMBER_TRACE(
+      "aten::index_add_(Tensor self, int dim, Tensor index, Tensor source, Scalar alpha=1) -> "
+      "Tensor",
+      index_add_, self, dim, index, source, alpha);
   if (autograd::inplace_records(self, {&source})) {
     check_no_internal_overlap(self, "index_add_");
     autograd::inplace_with_grad(self, "index_add_", false, [&](const Tensor& s) {

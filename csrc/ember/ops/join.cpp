@@ -1,5 +1,6 @@
 // Front-ends of the joining and rearranging ops (see join.h).
 #include "ember/ops/join.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -106,6 +107,7 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim, int64_t& d) {
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  EMBER_TRACE("aten::cat(Tensor[] tensors, int dim=0) -> Tensor", cat, tensors, dim);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_list("cat", tensors);
     autocast::ExcludeGuard g_;
@@ -122,6 +124,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  EMBER_TRACE("aten::stack(Tensor[] tensors, int dim=0) -> Tensor", stack, tensors, dim);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_list("stack", tensors);
     autocast::ExcludeGuard g_;
@@ -146,15 +149,20 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   return out;
 }
 
-Tensor atleast_1d(const Tensor& a) { return a.dim() == 0 ? reshape(a, Shape{1}) : a; }
+Tensor atleast_1d(const Tensor& a) {
+  EMBER_TRACE("aten::atleast_1d(Tensor self) -> Tensor", atleast_1d, a);
+  return a.dim() == 0 ? reshape(a, Shape{1}) : a;
+}
 
 Tensor atleast_2d(const Tensor& a) {
+  EMBER_TRACE("aten::atleast_2d(Tensor self) -> Tensor", atleast_2d, a);
   if (a.dim() == 0) return reshape(a, Shape{1, 1});
   if (a.dim() == 1) return unsqueeze(a, 0);
   return a;
 }
 
 Tensor atleast_3d(const Tensor& a) {
+  EMBER_TRACE("aten::atleast_3d(Tensor self) -> Tensor", atleast_3d, a);
   if (a.dim() == 0) return reshape(a, Shape{1, 1, 1});
   if (a.dim() == 1) return unsqueeze(unsqueeze(a, 0), 2);
   if (a.dim() == 2) return unsqueeze(a, 2);
@@ -173,19 +181,23 @@ std::vector<Tensor> map_tensors(const std::vector<Tensor>& ts, const char* op,
 }  // namespace
 
 Tensor hstack(const std::vector<Tensor>& tensors) {
+  EMBER_TRACE("aten::hstack(Tensor[] tensors) -> Tensor", hstack, tensors);
   auto ts = map_tensors(tensors, "hstack", &atleast_1d);
   return cat(ts, ts[0].dim() == 1 ? 0 : 1);
 }
 
 Tensor vstack(const std::vector<Tensor>& tensors) {
+  EMBER_TRACE("aten::vstack(Tensor[] tensors) -> Tensor", vstack, tensors);
   return cat(map_tensors(tensors, "vstack", &atleast_2d), 0);
 }
 
 Tensor dstack(const std::vector<Tensor>& tensors) {
+  EMBER_TRACE("aten::dstack(Tensor[] tensors) -> Tensor", dstack, tensors);
   return cat(map_tensors(tensors, "dstack", &atleast_3d), 2);
 }
 
 Tensor column_stack(const std::vector<Tensor>& tensors) {
+  EMBER_TRACE("aten::column_stack(Tensor[] tensors) -> Tensor", column_stack, tensors);
   auto ts = map_tensors(tensors, "column_stack", [](const Tensor& t) {
     return t.dim() <= 1 ? reshape(t, Shape{t.numel(), 1}) : t;
   });
@@ -195,6 +207,7 @@ Tensor column_stack(const std::vector<Tensor>& tensors) {
 // ---- flip / roll ------------------------------------------------------------------
 
 Tensor flip(const Tensor& a, const Shape& dims) {
+  EMBER_TRACE("aten::flip(Tensor self, int[] dim) -> Tensor", flip, a, dims);
   autograd::RecordScope scope({&a});
   std::vector<bool> seen(size_t(std::max<int64_t>(a.dim(), 1)), false);
   for (int64_t d : dims) {
@@ -217,12 +230,14 @@ Tensor flip(const Tensor& a, const Shape& dims) {
 }
 
 Tensor fliplr(const Tensor& a) {
+  EMBER_TRACE("aten::fliplr(Tensor self) -> Tensor", fliplr, a);
   EMBER_CHECK(a.dim() >= 2, "fliplr: Input must be >= 2-d, got a tensor of shape ",
               shape_str(a.sizes()));
   return flip(a, Shape{1});
 }
 
 Tensor flipud(const Tensor& a) {
+  EMBER_TRACE("aten::flipud(Tensor self) -> Tensor", flipud, a);
   EMBER_CHECK(a.dim() >= 1, "flipud: Input must be >= 1-d, got a 0-d tensor");
   return flip(a, Shape{0});
 }
@@ -259,6 +274,7 @@ Tensor roll_impl(const Tensor& a, const Shape& shifts, const Shape& dims) {
 }  // namespace
 
 Tensor roll(const Tensor& a, const Shape& shifts, const Shape& dims) {
+  EMBER_TRACE("aten::roll(Tensor self, int[] shifts, int[] dim) -> Tensor", roll, a, shifts, dims);
   autograd::RecordScope scope({&a});
   Tensor out = roll_impl(a, shifts, dims);
   if (scope.rec) {
@@ -271,6 +287,7 @@ Tensor roll(const Tensor& a, const Shape& shifts, const Shape& dims) {
 // ---- repeat / tile / repeat_interleave -----------------------------------------------------
 
 Tensor repeat(const Tensor& a, const Shape& repeats) {
+  EMBER_TRACE("aten::repeat(Tensor self, int[] repeats) -> Tensor", repeat, a, repeats);
   int64_t r = int64_t(repeats.size());
   EMBER_CHECK(r >= a.dim(),
               "Number of dimensions of repeat dims can not be smaller than number of dimensions "
@@ -305,6 +322,7 @@ Tensor repeat(const Tensor& a, const Shape& repeats) {
 }
 
 Tensor tile(const Tensor& a, const Shape& reps) {
+  EMBER_TRACE("aten::tile(Tensor self, int[] reps) -> Tensor", tile, a, reps);
   Shape r = reps;
   while (int64_t(r.size()) < a.dim()) r.insert(0, 1);
   return repeat(a, r);
@@ -315,6 +333,8 @@ void check_repeats(int64_t r) { EMBER_CHECK(r >= 0, "repeats can not be negative
 }  // namespace
 
 Tensor repeat_interleave(const Tensor& a, int64_t repeats, std::optional<int64_t> dim) {
+  EMBER_TRACE("aten::repeat_interleave.int_intOpt(Tensor self, int repeats, int? dim) -> Tensor",
+              repeat_interleave, a, repeats, dim);
   check_repeats(repeats);
   Tensor in = dim ? a : reshape(a, Shape{a.numel()});
   int64_t d = dim ? wrap_dim(*dim, in.dim()) : 0;
@@ -345,6 +365,9 @@ Tensor repeat_interleave(const Tensor& a, int64_t repeats, std::optional<int64_t
 }
 
 Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<int64_t> dim) {
+  EMBER_TRACE(
+      "aten::repeat_interleave.Tensor_intOpt(Tensor self, Tensor repeats, int? dim) -> Tensor",
+      repeat_interleave, a, repeats, dim);
   EMBER_CHECK(repeats.dtype() == DType::Int64 || repeats.dtype() == DType::Int32,
               "repeats has to be Long or Int tensor, got ", dtype_name(repeats.dtype()));
   EMBER_CHECK(repeats.dim() <= 1, "repeats must be 0-dim or 1-dim tensor, got shape ",
@@ -383,6 +406,8 @@ Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<i
 }
 
 Tensor repeat_interleave(const Tensor& repeats) {
+  EMBER_TRACE("aten::repeat_interleave.default(Tensor repeats) -> Tensor", repeat_interleave,
+              repeats);
   EMBER_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat, got shape ",
               shape_str(repeats.sizes()));
   EMBER_CHECK(repeats.dtype() == DType::Int64 || repeats.dtype() == DType::Int32,

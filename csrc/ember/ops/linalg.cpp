@@ -2,6 +2,7 @@
 // messages, result allocation, and the calls into the GEMM / tril-triu / trace
 // kernels.
 #include "ember/ops/linalg.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -362,6 +363,7 @@ static Tensor sparse_matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::matmul(Tensor self, Tensor b) -> Tensor", matmul, a, b);
   if (__builtin_expect(a.is_sparse() || b.is_sparse(), 0)) return sparse_matmul(a, b);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("matmul", {a, b});
@@ -371,11 +373,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return matmul_impl(a, b, nullptr);
 }
 Tensor& matmul_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  EMBER_TRACE("aten::matmul.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", matmul_out, a, b,
+              out);
   autograd::check_out_not_differentiable("matmul", {&a, &b, &out});
   matmul_impl(a, b, &out);
   return const_cast<Tensor&>(out);
 }
 Tensor mm(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::mm(Tensor self, Tensor b) -> Tensor", mm, a, b);
   if (__builtin_expect(a.is_sparse() || b.is_sparse(), 0)) {
     EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "mm: matrices expected, got ", a.dim(), "D and ",
                 b.dim(), "D tensors");
@@ -395,11 +400,13 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   return r;
 }
 Tensor& mm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  EMBER_TRACE("aten::mm.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", mm_out, a, b, out);
   autograd::check_out_not_differentiable("mm", {&a, &b, &out});
   mm_impl(a, b, &out);
   return const_cast<Tensor&>(out);
 }
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::bmm(Tensor self, Tensor b) -> Tensor", bmm, a, b);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("bmm", {a, b});
     autocast::ExcludeGuard g_;
@@ -414,11 +421,13 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return r;
 }
 Tensor& bmm_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  EMBER_TRACE("aten::bmm.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", bmm_out, a, b, out);
   autograd::check_out_not_differentiable("bmm", {&a, &b, &out});
   bmm_impl(a, b, &out);
   return const_cast<Tensor&>(out);
 }
 Tensor mv(const Tensor& mat, const Tensor& vec) {
+  EMBER_TRACE("aten::mv(Tensor mat, Tensor vec) -> Tensor", mv, mat, vec);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("mv", {mat, vec});
     autocast::ExcludeGuard g_;
@@ -433,6 +442,8 @@ Tensor mv(const Tensor& mat, const Tensor& vec) {
   return r;
 }
 Tensor& mv_out(const Tensor& mat, const Tensor& vec, const Tensor& out) {
+  EMBER_TRACE("aten::mv.out(Tensor mat, Tensor vec, *, Tensor out) -> Tensor", mv_out, mat, vec,
+              out);
   autograd::check_out_not_differentiable("mv", {&mat, &vec, &out});
   mv_impl(mat, vec, &out);
   return const_cast<Tensor&>(out);
@@ -447,6 +458,7 @@ static Tensor dot_rec(const Tensor& a, const Tensor& b, bool is_vdot) {
   return r;
 }
 Tensor dot(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::dot(Tensor self, Tensor b) -> Tensor", dot, a, b);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("dot", {a, b});
     autocast::ExcludeGuard g_;
@@ -455,11 +467,15 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   return dot_rec(a, b, false);
 }
 Tensor& dot_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  EMBER_TRACE("aten::dot.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", dot_out, a, b, out);
   autograd::check_out_not_differentiable("dot", {&a, &b, &out});
   dot_impl(a, b, &out, "dot");
   return const_cast<Tensor&>(out);
 }
-Tensor vdot(const Tensor& a, const Tensor& b) { return dot_rec(a, b, true); }
+Tensor vdot(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::vdot(Tensor self, Tensor b) -> Tensor", vdot, a, b);
+  return dot_rec(a, b, true);
+}
 
 // ---- add forms ----------------------------------------------------------------------------
 
@@ -484,6 +500,10 @@ static Tensor addmm_impl(const Tensor& input, const Tensor& m1, const Tensor& m2
 }
 
 Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
+  EMBER_TRACE(
+      "aten::addmm(Tensor input, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor",
+      addmm, input, m1, m2, beta, alpha);
   if (__builtin_expect(input.is_sparse() || m1.is_sparse() || m2.is_sparse(), 0)) {
     if (input.is_sparse()) raise_sparse_unsupported("addmm", input);
     return sparse_dense_addmm(input, m1, m2, beta, alpha, /*masked_grad=*/false);
@@ -503,11 +523,19 @@ Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar bet
 }
 Tensor& addmm_out(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta,
                   Scalar alpha, const Tensor& out) {
+  EMBER_TRACE(
+      "aten::addmm.out(Tensor input, Tensor mat1, Tensor mat2, Scalar beta, Scalar alpha, *, "
+      "Tensor out) -> Tensor",
+      addmm_out, input, m1, m2, beta, alpha, out);
   autograd::check_out_not_differentiable("addmm", {&input, &m1, &m2, &out});
   addmm_impl(input, m1, m2, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& addmm_(const Tensor& input, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
+  EMBER_TRACE(
+      "aten::addmm_(Tensor input, Tensor mat1, Tensor mat2, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor",
+      addmm_, input, m1, m2, beta, alpha);
   if (autograd::inplace_records(input, {&m1, &m2})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
     if (m1.dim() == 2 && m2.dim() == 2)
@@ -536,6 +564,10 @@ static Tensor baddbmm_impl(const Tensor& input, const Tensor& b1, const Tensor& 
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta, Scalar alpha) {
+  EMBER_TRACE(
+      "aten::baddbmm(Tensor input, Tensor batch1, Tensor batch2, Scalar beta=1, Scalar alpha=1) -> "
+      "Tensor",
+      baddbmm, input, b1, b2, beta, alpha);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("baddbmm", {input, b1, b2});
     autocast::ExcludeGuard g_;
@@ -551,12 +583,20 @@ Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar b
 }
 Tensor& baddbmm_out(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
                     Scalar alpha, const Tensor& out) {
+  EMBER_TRACE(
+      "aten::baddbmm.out(Tensor input, Tensor batch1, Tensor batch2, Scalar beta, Scalar alpha, *, "
+      "Tensor out) -> Tensor",
+      baddbmm_out, input, b1, b2, beta, alpha, out);
   autograd::check_out_not_differentiable("baddbmm", {&input, &b1, &b2, &out});
   baddbmm_impl(input, b1, b2, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& baddbmm_(const Tensor& input, const Tensor& b1, const Tensor& b2, Scalar beta,
                  Scalar alpha) {
+  EMBER_TRACE(
+      "aten::baddbmm_(Tensor input, Tensor batch1, Tensor batch2, Scalar beta=1, Scalar alpha=1) "
+      "-> Tensor",
+      baddbmm_, input, b1, b2, beta, alpha);
   if (autograd::inplace_records(input, {&b1, &b2})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
     if (b1.dim() == 3 && b2.dim() == 3)
@@ -595,6 +635,9 @@ static Tensor addmv_impl(const Tensor& input, const Tensor& mat, const Tensor& v
 }
 
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) {
+  EMBER_TRACE(
+      "aten::addmv(Tensor input, Tensor mat, Tensor vec, Scalar beta=1, Scalar alpha=1) -> Tensor",
+      addmv, input, mat, vec, beta, alpha);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("addmv", {input, mat, vec});
     autocast::ExcludeGuard g_;
@@ -610,12 +653,19 @@ Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar b
 }
 Tensor& addmv_out(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
                   Scalar alpha, const Tensor& out) {
+  EMBER_TRACE(
+      "aten::addmv.out(Tensor input, Tensor mat, Tensor vec, Scalar beta, Scalar alpha, *, Tensor "
+      "out) -> Tensor",
+      addmv_out, input, mat, vec, beta, alpha, out);
   autograd::check_out_not_differentiable("addmv", {&input, &mat, &vec, &out});
   addmv_impl(input, mat, vec, beta, alpha, &out, false);
   return const_cast<Tensor&>(out);
 }
 Tensor& addmv_(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta,
                Scalar alpha) {
+  EMBER_TRACE(
+      "aten::addmv_(Tensor input, Tensor mat, Tensor vec, Scalar beta=1, Scalar alpha=1) -> Tensor",
+      addmv_, input, mat, vec, beta, alpha);
   if (autograd::inplace_records(input, {&mat, &vec})) {
     // Validate the in-place shape first: the out-of-place twin would broadcast.
     if (mat.dim() == 2 && vec.dim() == 1)
@@ -636,11 +686,14 @@ static void check_1d(const Tensor& t, const char* arg, const char* op) {
 }
 
 Tensor outer(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::outer(Tensor self, Tensor b) -> Tensor", outer, a, b);
   check_1d(a, "self", "outer");
   check_1d(b, "vec2", "outer");
   return binary(BinaryOp::mul, unsqueeze(a, 1), b);
 }
 Tensor& outer_out(const Tensor& a, const Tensor& b, const Tensor& out) {
+  EMBER_TRACE("aten::outer.out(Tensor self, Tensor b, *, Tensor out) -> Tensor", outer_out, a, b,
+              out);
   autograd::check_out_not_differentiable("outer", {&a, &b, &out});
   check_1d(a, "self", "outer");
   check_1d(b, "vec2", "outer");
@@ -703,24 +756,37 @@ static const Tensor& tril_triu_inplace(const Tensor& a, int64_t diagonal, bool u
   return a;
 }
 
-Tensor tril(const Tensor& a, int64_t diagonal) { return tril_triu_rec(a, diagonal, false); }
+Tensor tril(const Tensor& a, int64_t diagonal) {
+  EMBER_TRACE("aten::tril(Tensor self, int diagonal=0) -> Tensor", tril, a, diagonal);
+  return tril_triu_rec(a, diagonal, false);
+}
 Tensor& tril_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
+  EMBER_TRACE("aten::tril.out(Tensor self, int diagonal, *, Tensor out) -> Tensor", tril_out, a,
+              diagonal, out);
   return tril_triu_out(a, diagonal, false, out);
 }
 const Tensor& tril_(const Tensor& a, int64_t diagonal) {
+  EMBER_TRACE("aten::tril_(Tensor self, int diagonal=0) -> Tensor", tril_, a, diagonal);
   return tril_triu_inplace(a, diagonal, false);
 }
-Tensor triu(const Tensor& a, int64_t diagonal) { return tril_triu_rec(a, diagonal, true); }
+Tensor triu(const Tensor& a, int64_t diagonal) {
+  EMBER_TRACE("aten::triu(Tensor self, int diagonal=0) -> Tensor", triu, a, diagonal);
+  return tril_triu_rec(a, diagonal, true);
+}
 Tensor& triu_out(const Tensor& a, int64_t diagonal, const Tensor& out) {
+  EMBER_TRACE("aten::triu.out(Tensor self, int diagonal, *, Tensor out) -> Tensor", triu_out, a,
+              diagonal, out);
   return tril_triu_out(a, diagonal, true, out);
 }
 const Tensor& triu_(const Tensor& a, int64_t diagonal) {
+  EMBER_TRACE("aten::triu_(Tensor self, int diagonal=0) -> Tensor", triu_, a, diagonal);
   return tril_triu_inplace(a, diagonal, true);
 }
 
 // ---- trace ------------------------------------------------------------------------------------
 
 Tensor trace(const Tensor& a) {
+  EMBER_TRACE("aten::trace(Tensor self) -> Tensor", trace, a);
   EMBER_CHECK(a.dim() == 2, "trace: expected a matrix, but got tensor with dim ", a.dim());
   DType out_dt = is_floating(a.dtype()) ? a.dtype() : DType::Int64;
   autograd::RecordScope scope({&a});

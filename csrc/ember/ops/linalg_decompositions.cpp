@@ -1,6 +1,7 @@
 // ember.linalg's decompositions through LAPACK (ops/linalg_lapack.h): Cholesky, SVD,
 // the symmetric eigendecomposition and QR, each with its PyTorch backward formula.
 // Solvers, determinants, LU and the composites are in ops/linalg_lapack.cpp.
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/linalg_lapack.h"
 
 #include <algorithm>
@@ -31,6 +32,9 @@ using namespace lapack_detail;
 // ---- Cholesky ---------------------------------------------------------------------------
 
 std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
+  EMBER_TRACE(
+      "aten::linalg_cholesky_ex(Tensor A, bool upper, bool check_errors) -> (Tensor, Tensor)",
+      linalg_cholesky_ex, A, upper, check_errors);
   check_input(A, "linalg.cholesky", true);
   int64_t n = rows(A), batch = batch_of(A);
   autograd::RecordScope rs({&A});
@@ -71,6 +75,8 @@ std::pair<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool c
 }
 
 Tensor linalg_cholesky(const Tensor& A, bool upper) {
+  EMBER_TRACE("aten::linalg_cholesky(Tensor A, bool upper=False) -> Tensor", linalg_cholesky, A,
+              upper);
   return linalg_cholesky_ex(A, upper, true).first;
 }
 
@@ -173,6 +179,8 @@ Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in,
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices) {
+  EMBER_TRACE("aten::linalg_svd(Tensor A, bool full_matrices) -> (Tensor, Tensor, Tensor)",
+              linalg_svd, A, full_matrices);
   check_input(A, "linalg.svd", false);
   autograd::RecordScope rs({&A});
   Tensor Uo, So, Vho;
@@ -192,6 +200,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrice
 }
 
 Tensor linalg_svdvals(const Tensor& A) {
+  EMBER_TRACE("aten::linalg_svdvals(Tensor A) -> Tensor", linalg_svdvals, A);
   check_input(A, "linalg.svdvals", false);
   if (autograd::compute_requires_grad({&A})) return std::get<1>(linalg_svd(A, false));
   Tensor Uo, So, Vho;
@@ -232,6 +241,7 @@ char uplo_arg(const std::string& uplo, const char* op) {
 }  // namespace
 
 std::pair<Tensor, Tensor> linalg_eigh(const Tensor& A, const std::string& uplo) {
+  EMBER_TRACE("aten::linalg_eigh(Tensor A, str uplo) -> (Tensor, Tensor)", linalg_eigh, A, uplo);
   check_input(A, "linalg.eigh", true);
   char ul = uplo_arg(uplo, "linalg.eigh");
   autograd::RecordScope rs({&A});
@@ -265,6 +275,7 @@ std::pair<Tensor, Tensor> linalg_eigh(const Tensor& A, const std::string& uplo) 
 }
 
 Tensor linalg_eigvalsh(const Tensor& A, const std::string& uplo) {
+  EMBER_TRACE("aten::linalg_eigvalsh(Tensor A, str uplo) -> Tensor", linalg_eigvalsh, A, uplo);
   check_input(A, "linalg.eigvalsh", true);
   if (autograd::compute_requires_grad({&A})) return linalg_eigh(A, uplo).first;
   Tensor L, V;
@@ -289,6 +300,7 @@ std::pair<Tensor, Tensor> geqrf(const Tensor& A) {
 }
 
 std::pair<Tensor, Tensor> linalg_qr(const Tensor& A, const std::string& mode) {
+  EMBER_TRACE("aten::linalg_qr(Tensor A, str mode) -> (Tensor, Tensor)", linalg_qr, A, mode);
   check_input(A, "linalg.qr", false);
   EMBER_CHECK(mode == "reduced" || mode == "complete" || mode == "r",
               "qr received unrecognized mode '", mode,

@@ -5,6 +5,7 @@
 // records its node; each <op>_backward below is PyTorch's formula written with
 // ember ops.
 #include "ember/ops/linalg_lapack.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 #include <cctype>
@@ -78,6 +79,8 @@ void lu_det_raw(const Tensor& A, Tensor& sign, Tensor& logabs, Tensor& det) {
 // ---- solve / inv -----------------------------------------------------------------------
 
 Tensor linalg_solve(const Tensor& A, const Tensor& Bt, bool left) {
+  EMBER_TRACE("aten::linalg_solve(Tensor A, Tensor Bt, bool left=True) -> Tensor", linalg_solve, A,
+              Bt, left);
   check_input(A, "linalg.solve", true);
   EMBER_CHECK(Bt.dtype() == A.dtype(),
               "linalg.solve: Expected A and B to have the same dtype, but found A of type ",
@@ -127,6 +130,8 @@ Tensor linalg_solve(const Tensor& A, const Tensor& Bt, bool left) {
 }
 
 std::pair<Tensor, Tensor> linalg_inv_ex(const Tensor& A, bool check_errors) {
+  EMBER_TRACE("aten::linalg_inv_ex(Tensor A, bool check_errors) -> (Tensor, Tensor)", linalg_inv_ex,
+              A, check_errors);
   check_input(A, "linalg.inv", true);
   int64_t n = rows(A);
   autograd::RecordScope rs({&A});
@@ -154,11 +159,15 @@ std::pair<Tensor, Tensor> linalg_inv_ex(const Tensor& A, bool check_errors) {
   return {X, info};
 }
 
-Tensor linalg_inv(const Tensor& A) { return linalg_inv_ex(A, true).first; }
+Tensor linalg_inv(const Tensor& A) {
+  EMBER_TRACE("aten::linalg_inv(Tensor A) -> Tensor", linalg_inv, A);
+  return linalg_inv_ex(A, true).first;
+}
 
 // ---- determinants ----------------------------------------------------------------------
 
 Tensor linalg_det(const Tensor& A) {
+  EMBER_TRACE("aten::linalg_det(Tensor A) -> Tensor", linalg_det, A);
   check_input(A, "linalg.det", true);
   autograd::RecordScope rs({&A});
   Tensor sign, logabs, det;
@@ -179,6 +188,7 @@ Tensor linalg_det(const Tensor& A) {
 }
 
 std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
+  EMBER_TRACE("aten::linalg_slogdet(Tensor A) -> (Tensor, Tensor)", linalg_slogdet, A);
   check_input(A, "linalg.slogdet", true);
   autograd::RecordScope rs({&A});
   Tensor sign, logabs, det;
@@ -197,6 +207,7 @@ std::pair<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
 }
 
 Tensor logdet(const Tensor& A) {
+  EMBER_TRACE("aten::logdet(Tensor A) -> Tensor", logdet, A);
   auto [sign, logabs] = linalg_slogdet(A);
   return where(binary(B::lt, sign, S(0.0)), S(NAN), logabs);
 }
@@ -205,6 +216,10 @@ Tensor logdet(const Tensor& A) {
 
 Tensor linalg_solve_triangular(const Tensor& A, const Tensor& Bm, bool upper, bool left,
                                bool unitriangular) {
+  EMBER_TRACE(
+      "aten::linalg_solve_triangular(Tensor A, Tensor Bm, bool upper, bool left=True, bool "
+      "unitriangular=False) -> Tensor",
+      linalg_solve_triangular, A, Bm, upper, left, unitriangular);
   check_input(A, "linalg.solve_triangular", true);
   EMBER_CHECK(Bm.dim() >= 2,
               "linalg.solve_triangular: The input tensor B must have at least 2 dimensions.");
@@ -254,6 +269,8 @@ Tensor linalg_solve_triangular(const Tensor& A, const Tensor& Bm, bool upper, bo
 // ---- composites ----------------------------------------------------------------------------
 
 Tensor linalg_pinv(const Tensor& A, double rtol, bool hermitian) {
+  EMBER_TRACE("aten::linalg_pinv(Tensor A, float rtol, bool hermitian) -> Tensor", linalg_pinv, A,
+              rtol, hermitian);
   check_input(A, "linalg.pinv", false);
   (void)hermitian;  // the SVD serves symmetric inputs too
   auto [Uo, So, Vho] = linalg_svd(A, false);
@@ -273,6 +290,8 @@ Tensor linalg_pinv(const Tensor& A, double rtol, bool hermitian) {
 }
 
 Tensor linalg_matrix_rank(const Tensor& A, double rtol, bool hermitian) {
+  EMBER_TRACE("aten::linalg_matrix_rank(Tensor A, float rtol, bool hermitian) -> Tensor",
+              linalg_matrix_rank, A, rtol, hermitian);
   check_input(A, "linalg.matrix_rank", false);
   (void)hermitian;
   autograd::GradModeGuard no_grad(false);
@@ -286,6 +305,8 @@ Tensor linalg_matrix_rank(const Tensor& A, double rtol, bool hermitian) {
 }
 
 Tensor linalg_matrix_norm(const Tensor& A, const std::string& ord_str, double ord, bool keepdim) {
+  EMBER_TRACE("aten::linalg_matrix_norm(Tensor A, str ord_str, float ord, bool keepdim) -> Tensor",
+              linalg_matrix_norm, A, ord_str, ord, keepdim);
   check_input(A, "linalg.matrix_norm", false);
   Tensor r;
   auto keep = [&](Tensor t) { return keepdim ? unsqueeze(unsqueeze(t, -1), -1) : t; };
@@ -308,6 +329,8 @@ Tensor linalg_matrix_norm(const Tensor& A, const std::string& ord_str, double or
 }
 
 Tensor linalg_cond(const Tensor& A, const std::string& ord_str, double ord) {
+  EMBER_TRACE("aten::linalg_cond(Tensor A, str ord_str, float ord) -> Tensor", linalg_cond, A,
+              ord_str, ord);
   check_input(A, "linalg.cond", false);
   if (ord_str.empty() && (ord == 2 || ord == -2)) {
     Tensor sv = linalg_svdvals(A);
@@ -323,6 +346,7 @@ Tensor linalg_cond(const Tensor& A, const std::string& ord_str, double ord) {
 }
 
 Tensor linalg_lstsq(const Tensor& A, const Tensor& Bm) {
+  EMBER_TRACE("aten::linalg_lstsq(Tensor A, Tensor Bm) -> Tensor", linalg_lstsq, A, Bm);
   check_input(A, "linalg.lstsq", false);
   EMBER_CHECK(Bm.dim() >= 1 && (Bm.dim() == 1 ? Bm.sizes()[0] : rows(Bm)) == rows(A),
               "linalg.lstsq: input.size(-2) should match other.size(-2)");
@@ -332,6 +356,7 @@ Tensor linalg_lstsq(const Tensor& A, const Tensor& Bm) {
 }
 
 Tensor linalg_multi_dot(const std::vector<Tensor>& ts) {
+  EMBER_TRACE("aten::linalg_multi_dot(Tensor[] tensors) -> Tensor", linalg_multi_dot, ts);
   EMBER_CHECK(ts.size() >= 2, "multi_dot(): expected at least 2 tensors but got ", ts.size());
   for (size_t i = 0; i < ts.size(); ++i) {
     bool edge = i == 0 || i + 1 == ts.size();
@@ -345,12 +370,15 @@ Tensor linalg_multi_dot(const std::vector<Tensor>& ts) {
 }
 
 Tensor linalg_vecdot(const Tensor& x, const Tensor& y, int64_t dim) {
+  EMBER_TRACE("aten::linalg_vecdot(Tensor self, Tensor y, int dim) -> Tensor", linalg_vecdot, x, y,
+              dim);
   return sum(tmul(x, y), Shape{dim});
 }
 
 // ---- LU ------------------------------------------------------------------------------------
 
 std::pair<Tensor, Tensor> linalg_lu_factor(const Tensor& A) {
+  EMBER_TRACE("aten::linalg_lu_factor(Tensor A) -> (Tensor, Tensor)", linalg_lu_factor, A);
   check_input(A, "linalg.lu_factor", true);
   int64_t n = rows(A), batch = batch_of(A);
   autograd::RecordScope rs({&A});
@@ -384,6 +412,8 @@ std::pair<Tensor, Tensor> linalg_lu_factor(const Tensor& A) {
 }
 
 Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& Bm, bool adjoint) {
+  EMBER_TRACE("aten::linalg_lu_solve(Tensor LU, Tensor pivots, Tensor Bm, bool adjoint) -> Tensor",
+              linalg_lu_solve, LU, pivots, Bm, adjoint);
   check_input(LU, "linalg.lu_solve", true);
   EMBER_CHECK(pivots.dtype() == DType::Int32,
               "linalg.lu_solve: pivots should be a Tensor of scalar type int32");

@@ -8,6 +8,7 @@
 // not 0 * inf. softmax / log_softmax are fused kernels.
 #include "ember/ops/nn_activation.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/jit/trace_hook.h"
 
 #include <cmath>
 
@@ -213,29 +214,41 @@ void check_celu(double alpha) {
 }  // namespace
 
 Tensor hardtanh(const Tensor& x0, double lo, double hi) {
+  EMBER_TRACE("aten::hardtanh(Tensor self, float min_val=-1, float max_val=1) -> Tensor", hardtanh,
+              x0, lo, hi);
   Tensor x = numeric(x0, "hardtanh");
   check_hardtanh(lo, hi);
   if (!fused(x)) return composite::hardtanh(x, lo, hi);
   return act_forward(Act::hardtanh, x, P(lo, hi), "HardtanhBackward0");
 }
 
-Tensor relu6(const Tensor& x) { return hardtanh(x, 0, 6); }
+Tensor relu6(const Tensor& x) {
+  EMBER_TRACE("aten::relu6(Tensor self) -> Tensor", relu6, x);
+  return hardtanh(x, 0, 6);
+}
 
 Tensor leaky_relu(const Tensor& x0, double slope) {
+  EMBER_TRACE("aten::leaky_relu(Tensor self, float slope=0.01) -> Tensor", leaky_relu, x0, slope);
   Tensor x = numeric(x0, "leaky_relu");
   if (!fused(x)) return composite::leaky_relu(x, slope);
   return act_forward(Act::leaky_relu, x, P(slope), "LeakyReluBackward0");
 }
 
 Tensor elu(const Tensor& x0, double alpha, double scale, double input_scale) {
+  EMBER_TRACE("aten::elu(Tensor self, float alpha=1, float scale=1, float input_scale=1) -> Tensor",
+              elu, x0, alpha, scale, input_scale);
   Tensor x = floating(x0, "elu");
   if (!fused(x)) return composite::elu(x, alpha, scale, input_scale);
   return act_forward(Act::elu, x, P(alpha, scale, input_scale), "EluBackward0");
 }
 
-Tensor selu(const Tensor& x) { return elu(x, kSeluAlpha, kSeluScale, 1); }
+Tensor selu(const Tensor& x) {
+  EMBER_TRACE("aten::selu(Tensor self) -> Tensor", selu, x);
+  return elu(x, kSeluAlpha, kSeluScale, 1);
+}
 
 Tensor celu(const Tensor& x0, double alpha) {
+  EMBER_TRACE("aten::celu(Tensor self, float alpha=1) -> Tensor", celu, x0, alpha);
   check_celu(alpha);
   Tensor x = floating(x0, "celu");
   if (!fused(x)) return composite::elu(x, alpha, 1, 1 / alpha);
@@ -243,6 +256,7 @@ Tensor celu(const Tensor& x0, double alpha) {
 }
 
 Tensor gelu(const Tensor& x0, const std::string& approximate) {
+  EMBER_TRACE("aten::gelu(Tensor self, str approximate='none') -> Tensor", gelu, x0, approximate);
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "approximate argument must be either none or tanh, got '", approximate, "'");
   Tensor x = floating(x0, "gelu");
@@ -252,42 +266,50 @@ Tensor gelu(const Tensor& x0, const std::string& approximate) {
 }
 
 Tensor silu(const Tensor& x0) {
+  EMBER_TRACE("aten::silu(Tensor self) -> Tensor", silu, x0);
   Tensor x = floating(x0, "silu");
   if (!fused(x)) return composite::silu(x);
   return act_forward(Act::silu, x, P(), "SiluBackward0");
 }
 
 Tensor softplus(const Tensor& x0, double beta, double threshold) {
+  EMBER_TRACE("aten::softplus(Tensor self, float beta=1, float threshold=20) -> Tensor", softplus,
+              x0, beta, threshold);
   Tensor x = floating(x0, "softplus");
   if (!fused(x)) return composite::softplus(x, beta, threshold);
   return act_forward(Act::softplus, x, P(beta, threshold), "SoftplusBackward0");
 }
 
 Tensor mish(const Tensor& x0) {
+  EMBER_TRACE("aten::mish(Tensor self) -> Tensor", mish, x0);
   Tensor x = floating(x0, "mish");
   if (!fused(x)) return composite::mish(x);
   return act_forward(Act::mish, x, P(), "MishBackward0");
 }
 
 Tensor hardsigmoid(const Tensor& x0) {
+  EMBER_TRACE("aten::hardsigmoid(Tensor self) -> Tensor", hardsigmoid, x0);
   Tensor x = floating(x0, "hardsigmoid");
   if (!fused(x)) return composite::hardsigmoid(x);
   return act_forward(Act::hardsigmoid, x, P(), "HardsigmoidBackward0");
 }
 
 Tensor hardswish(const Tensor& x0) {
+  EMBER_TRACE("aten::hardswish(Tensor self) -> Tensor", hardswish, x0);
   Tensor x = floating(x0, "hardswish");
   if (!fused(x)) return composite::hardswish(x);
   return act_forward(Act::hardswish, x, P(), "HardswishBackward0");
 }
 
 Tensor hardshrink(const Tensor& x0, double l) {
+  EMBER_TRACE("aten::hardshrink(Tensor self, float lambd=0.5) -> Tensor", hardshrink, x0, l);
   Tensor x = numeric(x0, "hardshrink");
   if (!fused(x)) return composite::hardshrink(x, l);
   return act_forward(Act::hardshrink, x, P(l), "HardshrinkBackward0");
 }
 
 Tensor softshrink(const Tensor& x0, double l) {
+  EMBER_TRACE("aten::softshrink(Tensor self, float lambd=0.5) -> Tensor", softshrink, x0, l);
   EMBER_CHECK(l >= 0, "lambda must be greater or equal to 0, but found to be ", l, ".");
   Tensor x = floating(x0, "softshrink");
   if (!fused(x)) return composite::softshrink(x, l);
@@ -295,24 +317,29 @@ Tensor softshrink(const Tensor& x0, double l) {
 }
 
 Tensor tanhshrink(const Tensor& x0) {
+  EMBER_TRACE("aten::tanhshrink(Tensor self) -> Tensor", tanhshrink, x0);
   // A composite in PyTorch too (SubBackward0).
   Tensor x = floating(x0, "tanhshrink");
   return minus(x, unary(U::tanh, x));
 }
 
 Tensor softsign(const Tensor& x0) {
+  EMBER_TRACE("aten::softsign(Tensor self) -> Tensor", softsign, x0);
   // A composite in PyTorch too (DivBackward0).
   Tensor x = floating(x0, "softsign");
   return div(x, plus(unary(U::abs, x), S(1.0)));
 }
 
 Tensor logsigmoid(const Tensor& x0) {
+  EMBER_TRACE("aten::logsigmoid(Tensor self) -> Tensor", logsigmoid, x0);
   Tensor x = floating(x0, "log_sigmoid");
   if (!fused(x)) return composite::logsigmoid(x);
   return act_forward(Act::logsigmoid, x, P(), "LogSigmoidBackward0");
 }
 
 Tensor threshold(const Tensor& x0, double th, double value) {
+  EMBER_TRACE("aten::threshold(Tensor self, float threshold, float value) -> Tensor", threshold, x0,
+              th, value);
   Tensor x = numeric(x0, "threshold");
   if (!fused(x)) return composite::threshold(x, th, value);
   return act_forward(Act::threshold, x, P(th, value), "ThresholdBackward0");
@@ -321,54 +348,71 @@ Tensor threshold(const Tensor& x0, double th, double value) {
 // ---- in place: PyTorch's node of each `name_` ----------------------------------------
 
 const Tensor& hardtanh_(const Tensor& x, double lo, double hi) {
+  EMBER_TRACE("aten::hardtanh_(Tensor self, float min_val=-1, float max_val=1) -> Tensor",
+              hardtanh_, x, lo, hi);
   numeric(x, "hardtanh_");
   check_hardtanh(lo, hi);
   return act_inplace(Act::hardtanh, x, P(lo, hi), "hardtanh_", "HardtanhBackward0", true,
                      [=](const Tensor& s) { return hardtanh(s, lo, hi); });
 }
-const Tensor& relu6_(const Tensor& x) { return hardtanh_(x, 0, 6); }
+const Tensor& relu6_(const Tensor& x) {
+  EMBER_TRACE("aten::relu6_(Tensor self) -> Tensor", relu6_, x);
+  return hardtanh_(x, 0, 6);
+}
 const Tensor& leaky_relu_(const Tensor& x, double slope) {
+  EMBER_TRACE("aten::leaky_relu_(Tensor self, float slope=0.01) -> Tensor", leaky_relu_, x, slope);
   numeric(x, "leaky_relu_");
   return act_inplace(Act::leaky_relu, x, P(slope), "leaky_relu_", "LeakyReluBackward1", true,
                      [=](const Tensor& s) { return leaky_relu(s, slope); });
 }
 const Tensor& elu_(const Tensor& x, double alpha, double scale, double input_scale) {
+  EMBER_TRACE(
+      "aten::elu_(Tensor self, float alpha=1, float scale=1, float input_scale=1) -> Tensor", elu_,
+      x, alpha, scale, input_scale);
   numeric(x, "elu_");
   return act_inplace(Act::elu, x, P(alpha, scale, input_scale), "elu_", "EluBackward1", true,
                      [=](const Tensor& s) { return elu(s, alpha, scale, input_scale); });
 }
 const Tensor& selu_(const Tensor& x) {
+  EMBER_TRACE("aten::selu_(Tensor self) -> Tensor", selu_, x);
   numeric(x, "selu_");
   return act_inplace(Act::elu, x, P(kSeluAlpha, kSeluScale, 1), "selu_", "EluBackward1", true,
                      [](const Tensor& s) { return selu(s); });
 }
 const Tensor& celu_(const Tensor& x, double alpha) {
+  EMBER_TRACE("aten::celu_(Tensor self, float alpha=1) -> Tensor", celu_, x, alpha);
   numeric(x, "celu_");
   check_celu(alpha);
   return act_inplace(Act::elu, x, P(alpha, 1, 1 / alpha), "celu_", "CeluBackward1", true,
                      [=](const Tensor& s) { return celu(s, alpha); });
 }
 const Tensor& silu_(const Tensor& x) {
+  EMBER_TRACE("aten::silu_(Tensor self) -> Tensor", silu_, x);
   numeric(x, "silu_");
   return act_inplace(Act::silu, x, P(), "silu_", "SiluBackward0", false,
                      [](const Tensor& s) { return silu(s); });
 }
 const Tensor& mish_(const Tensor& x) {
+  EMBER_TRACE("aten::mish_(Tensor self) -> Tensor", mish_, x);
   numeric(x, "mish_");
   return act_inplace(Act::mish, x, P(), "mish_", "MishBackward0", false,
                      [](const Tensor& s) { return mish(s); });
 }
 const Tensor& hardsigmoid_(const Tensor& x) {
+  EMBER_TRACE("aten::hardsigmoid_(Tensor self) -> Tensor", hardsigmoid_, x);
   numeric(x, "hardsigmoid_");
   return act_inplace(Act::hardsigmoid, x, P(), "hardsigmoid_", "HardsigmoidBackward0", false,
                      [](const Tensor& s) { return hardsigmoid(s); });
 }
 const Tensor& hardswish_(const Tensor& x) {
+  EMBER_TRACE("aten::hardswish_(Tensor self) -> Tensor", hardswish_, x);
   numeric(x, "hardswish_");
   return act_inplace(Act::hardswish, x, P(), "hardswish_", "HardswishBackward0", false,
                      [](const Tensor& s) { return hardswish(s); });
 }
 const Tensor& threshold_(const Tensor& x, double th, double value) {
+  EMBER_TRACE("aten::threshold_(Tensor self, float threshold, float value) -> Tensor", threshold_,
+              x, th, value);
   numeric(x, "threshold_");
   return act_inplace(Act::threshold, x, P(th, value), "threshold_", "ThresholdBackward1", true,
                      [=](const Tensor& s) { return threshold(s, th, value); });
@@ -414,6 +458,7 @@ Tensor activation_backward(Act act, const Tensor& grad, const Tensor& x, ActPara
 }
 
 Tensor prelu(const Tensor& x0, const Tensor& w) {
+  EMBER_TRACE("aten::prelu(Tensor self, Tensor weight) -> Tensor", prelu, x0, w);
   Tensor x = floating(x0, "prelu");
   const int64_t n = w.numel();
   EMBER_CHECK(w.dim() <= 1,
@@ -435,6 +480,7 @@ Tensor prelu(const Tensor& x0, const Tensor& w) {
 }
 
 Tensor glu(const Tensor& x, int64_t dim) {
+  EMBER_TRACE("aten::glu(Tensor self, int dim=-1) -> Tensor", glu, x, dim);
   EMBER_CHECK(x.dim() > 0, "glu does not support scalars because halving size must be even");
   const int64_t d = wrap_dim(dim, x.dim());
   const int64_t n = x.sizes()[d];
@@ -444,6 +490,8 @@ Tensor glu(const Tensor& x, int64_t dim) {
 }
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  EMBER_TRACE("aten::softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", softmax, x,
+              dim, dtype);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("softmax", {x});
     autocast::ExcludeGuard g_;
@@ -452,6 +500,8 @@ Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   return softmax_impl(x, dim, dtype, false);
 }
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  EMBER_TRACE("aten::log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+              log_softmax, x, dim, dtype);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("log_softmax", {x});
     autocast::ExcludeGuard g_;

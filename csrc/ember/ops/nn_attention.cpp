@@ -2,6 +2,7 @@
 // backends/cpu/nn_attention.cpp, Note [Flash attention on the CPU]) and the
 // composite math path.
 #include "ember/ops/nn_attention.h"
+#include "ember/jit/trace_hook.h"
 
 #include <cmath>
 #include <limits>
@@ -126,6 +127,10 @@ Tensor sdpa_float_mask(const Tensor& mask, DType dtype) {
 
 Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                   bool is_causal, double scale, double dropout_p) {
+  EMBER_TRACE_RANDOM(
+      "aten::_sdpa_flash(Tensor q, Tensor k, Tensor v, Tensor mask, bool is_causal, float scale, "
+      "float dropout_p=0.0) -> Tensor",
+      sdpa_flash, q, k, v, mask, is_causal, scale, dropout_p);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("scaled_dot_product_attention", {q, k, v, mask});
     autocast::ExcludeGuard g_;
@@ -188,6 +193,10 @@ Tensor sdpa_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
 
 Tensor sdpa_math(const Tensor& q, const Tensor& k_in, const Tensor& v_in, const Tensor& mask,
                  bool is_causal, double scale, double dropout_p) {
+  EMBER_TRACE_RANDOM(
+      "aten::_sdpa_math(Tensor q, Tensor k_in, Tensor v_in, Tensor mask, bool is_causal, float "
+      "scale, float dropout_p) -> Tensor",
+      sdpa_math, q, k_in, v_in, mask, is_causal, scale, dropout_p);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("scaled_dot_product_attention", {q, k_in, v_in, mask});
     autocast::ExcludeGuard g_;

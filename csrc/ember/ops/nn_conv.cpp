@@ -2,6 +2,7 @@
 // which dim is wrong and what the kernel needs, then im2col + one GEMM per group
 // over a whole batch chunk (Note [Convolution layout]).
 #include "ember/ops/nn_conv.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -312,6 +313,12 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
                    const Shape& stride, const Shape& pad_lo, const Shape& pad_hi,
                    const Shape& dilation, bool transposed, const Shape& output_padding,
                    int64_t groups, const std::string& op) {
+  EMBER_TRACE(
+      "aten::convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] pad_lo, "
+      "int[] pad_hi, int[] dilation, bool transposed, int[] output_padding, int groups, str op) -> "
+      "Tensor",
+      convolution, input, weight, bias_opt, stride, pad_lo, pad_hi, dilation, transposed,
+      output_padding, groups, op);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("convolution", {input, weight, autocast::opt(bias_opt)});
     autocast::ExcludeGuard g_;
@@ -479,6 +486,10 @@ ConvGeom fold_geom(const char* op, int64_t channels, const Shape& hw, const Shap
 
 Tensor im2col(const Tensor& input, const Shape& kernel, const Shape& dilation, const Shape& padding,
               const Shape& stride) {
+  EMBER_TRACE(
+      "aten::im2col(Tensor self, int[] kernel_size, int[] dilation, int[] padding, int[] stride) "
+      "-> Tensor",
+      im2col, input, kernel, dilation, padding, stride);
   EMBER_CHECK(input.dim() == 3 || input.dim() == 4, "unfold: expected a 3-D (unbatched) or 4-D ",
               "(batched) input, but got input of shape ", shape_str(input.sizes()));
   EMBER_CHECK(is_floating(input.dtype()), "\"unfold\" not implemented for '",
@@ -505,6 +516,10 @@ Tensor im2col(const Tensor& input, const Shape& kernel, const Shape& dilation, c
 
 Tensor col2im(const Tensor& input, const Shape& output_size, const Shape& kernel,
               const Shape& dilation, const Shape& padding, const Shape& stride) {
+  EMBER_TRACE(
+      "aten::col2im(Tensor self, int[] output_size, int[] kernel_size, int[] dilation, int[] "
+      "padding, int[] stride) -> Tensor",
+      col2im, input, output_size, kernel, dilation, padding, stride);
   EMBER_CHECK(input.dim() == 2 || input.dim() == 3, "fold: expected a 2-D (unbatched) or 3-D ",
               "(batched) input, but got input of shape ", shape_str(input.sizes()));
   EMBER_CHECK(is_floating(input.dtype()), "\"fold\" not implemented for '",

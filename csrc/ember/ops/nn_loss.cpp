@@ -3,6 +3,7 @@
 // derivatives/nn_loss.cpp. The other losses are composites of recorded ops.
 #include "ember/ops/nn_loss.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/jit/trace_hook.h"
 
 #include <cmath>
 
@@ -153,6 +154,10 @@ Tensor apply_reduction(const Tensor& loss, Reduction r) {
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                 Reduction red, int64_t ignore_index) {
+  EMBER_TRACE(
+      "aten::nll_loss(Tensor input, Tensor target, Tensor? weight, int reduction, int "
+      "ignore_index=-100) -> Tensor",
+      nll_loss, input, target, weight, red, ignore_index);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("nll_loss", {input, target, autocast::opt(weight)});
     autocast::ExcludeGuard g_;
@@ -163,6 +168,10 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<T
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                      Reduction red, int64_t ignore_index, double ls) {
+  EMBER_TRACE(
+      "aten::cross_entropy(Tensor input, Tensor target, Tensor? weight, int reduction, int "
+      "ignore_index=-100, float label_smoothing=0) -> Tensor",
+      cross_entropy, input, target, weight, red, ignore_index, ls);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("cross_entropy", {input, target, autocast::opt(weight)});
     autocast::ExcludeGuard g_;
@@ -205,6 +214,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::optio
 }
 
 Tensor mse_loss(const Tensor& x, const Tensor& t, Reduction r) {
+  EMBER_TRACE("aten::mse_loss(Tensor self, Tensor t, int reduction) -> Tensor", mse_loss, x, t, r);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("mse_loss", {x, t});
     autocast::ExcludeGuard g_;
@@ -215,6 +225,7 @@ Tensor mse_loss(const Tensor& x, const Tensor& t, Reduction r) {
 }
 
 Tensor l1_loss(const Tensor& x, const Tensor& t, Reduction r) {
+  EMBER_TRACE("aten::l1_loss(Tensor self, Tensor t, int reduction) -> Tensor", l1_loss, x, t, r);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("l1_loss", {x, t});
     autocast::ExcludeGuard g_;
@@ -224,6 +235,8 @@ Tensor l1_loss(const Tensor& x, const Tensor& t, Reduction r) {
 }
 
 Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, Reduction r, double beta) {
+  EMBER_TRACE("aten::smooth_l1_loss(Tensor self, Tensor t, int reduction, float beta) -> Tensor",
+              smooth_l1_loss, x, t, r, beta);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("smooth_l1_loss", {x, t});
     autocast::ExcludeGuard g_;
@@ -237,6 +250,8 @@ Tensor smooth_l1_loss(const Tensor& x, const Tensor& t, Reduction r, double beta
 }
 
 Tensor huber_loss(const Tensor& x, const Tensor& t, Reduction r, double delta) {
+  EMBER_TRACE("aten::huber_loss(Tensor self, Tensor t, int reduction, float delta) -> Tensor",
+              huber_loss, x, t, r, delta);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("huber_loss", {x, t});
     autocast::ExcludeGuard g_;
@@ -251,6 +266,9 @@ Tensor huber_loss(const Tensor& x, const Tensor& t, Reduction r, double delta) {
 
 Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const std::optional<Tensor>& weight,
                             Reduction r) {
+  EMBER_TRACE(
+      "aten::binary_cross_entropy(Tensor self, Tensor t, Tensor? weight, int reduction) -> Tensor",
+      binary_cross_entropy, x, t, weight, r);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("binary_cross_entropy", {x, t, autocast::opt(weight)});
     autocast::ExcludeGuard g_;
@@ -281,6 +299,10 @@ Tensor binary_cross_entropy(const Tensor& x, const Tensor& t, const std::optiona
 Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t,
                                         const std::optional<Tensor>& weight,
                                         const std::optional<Tensor>& pos_weight, Reduction r) {
+  EMBER_TRACE(
+      "aten::binary_cross_entropy_with_logits(Tensor self, Tensor t, Tensor? weight, Tensor? "
+      "pos_weight, int reduction) -> Tensor",
+      binary_cross_entropy_with_logits, x, t, weight, pos_weight, r);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("binary_cross_entropy_with_logits",
                                         {x, t, autocast::opt(weight), autocast::opt(pos_weight)});
@@ -308,6 +330,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t,
 
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, int64_t blank, Reduction r, bool zero_infinity) {
+  EMBER_TRACE(
+      "aten::ctc_loss(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor "
+      "target_lengths, int blank, int reduction, bool zero_infinity) -> Tensor",
+      ctc_loss, log_probs, targets, input_lengths, target_lengths, blank, r, zero_infinity);
   const char* op = "ctc_loss";
   check_floating(log_probs, op);
   EMBER_CHECK(log_probs.dim() == 3 || log_probs.dim() == 2, op,

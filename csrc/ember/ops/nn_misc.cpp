@@ -3,6 +3,7 @@
 // for PyTorch's padding_idx / scale_grad_by_freq gradient.
 #include "ember/ops/nn_misc.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/jit/trace_hook.h"
 
 #include <cmath>
 
@@ -74,6 +75,8 @@ Tensor embedding_sparse_grad(Tensor g2, Tensor flat, const Shape& wsizes, int64_
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias) {
+  EMBER_TRACE("aten::linear(Tensor self, Tensor weight, Tensor? bias) -> Tensor", linear, x, w,
+              bias);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("linear", {x, w, autocast::opt(bias)});
     autocast::ExcludeGuard g_;
@@ -123,6 +126,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bia
 
 Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& w,
                 const std::optional<Tensor>& bias) {
+  EMBER_TRACE("aten::bilinear(Tensor x1, Tensor x2, Tensor weight, Tensor? bias) -> Tensor",
+              bilinear, x1, x2, w, bias);
   EMBER_CHECK(w.dim() == 3, "bilinear(): weight must be 3-D (out, in1, in2), got ",
               shape_str(w.sizes()));
   EMBER_CHECK(x1.dim() >= 1 && x1.dim() == x2.dim(),
@@ -154,6 +159,10 @@ Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& w,
 
 Tensor dropout(const Tensor& x, double p, bool train, bool feature, bool alpha,
                const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::dropout(Tensor self, float p, bool train, bool feature=False, bool alpha=False, "
+      "Generator? generator=None) -> Tensor",
+      dropout, x, p, train, feature, alpha, gen);
   EMBER_CHECK_VALUE(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   EMBER_CHECK(is_floating(x.dtype()), "dropout(): expected a floating input, got ",
               dtype_name(x.dtype()));
@@ -178,6 +187,10 @@ Tensor dropout(const Tensor& x, double p, bool train, bool feature, bool alpha,
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
                  bool scale_grad_by_freq, bool sparse) {
+  EMBER_TRACE(
+      "aten::embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool "
+      "scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+      embedding, weight, indices, padding_idx, scale_grad_by_freq, sparse);
   EMBER_CHECK(weight.dim() == 2, "'weight' must be 2-D, got ", shape_str(weight.sizes()));
   const int64_t V = weight.sizes()[0], D = weight.sizes()[1];
   Tensor flat = flat_indices(indices, V, "embedding");
@@ -212,6 +225,10 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 
 const Tensor& embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm,
                                 double norm_type) {
+  EMBER_TRACE_MUTATES(
+      "aten::embedding_renorm_(Tensor weight, Tensor indices, float max_norm, float norm_type) -> "
+      "Tensor",
+      embedding_renorm_, weight, indices, max_norm, norm_type);
   EMBER_CHECK(weight.dim() == 2, "'weight' must be 2-D, got ", shape_str(weight.sizes()));
   Tensor flat = flat_indices(indices, weight.sizes()[0], "embedding_renorm_");
   autograd::GradModeGuard no_grad(false);
@@ -225,6 +242,7 @@ const Tensor& embedding_renorm_(const Tensor& weight, const Tensor& indices, dou
 }
 
 Tensor one_hot(const Tensor& t, int64_t num_classes) {
+  EMBER_TRACE("aten::one_hot(Tensor self, int num_classes=-1) -> Tensor", one_hot, t, num_classes);
   EMBER_CHECK(t.dtype() == DType::Int64,
               "one_hot is only applicable to index tensor of type "
               "LongTensor, got ",
@@ -244,6 +262,7 @@ Tensor one_hot(const Tensor& t, int64_t num_classes) {
 }
 
 Tensor pdist(const Tensor& x, double p) {
+  EMBER_TRACE("aten::pdist(Tensor self, float p=2) -> Tensor", pdist, x, p);
   EMBER_CHECK(x.dim() == 2, "pdist only supports 2D tensors, got: ", x.dim(), "D");
   EMBER_CHECK(is_floating(x.dtype()), "pdist only supports floating-point dtypes");
   EMBER_CHECK(p >= 0, "pdist only supports non-negative p values");
@@ -283,6 +302,10 @@ Tensor batched_rows(const Tensor& x, const Shape& batch, int64_t B, DType dt) {
 // p = 2 otherwise) runs the direct kernel. The batch dims broadcast. Half and bfloat16
 // compute in float32.
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& mode) {
+  EMBER_TRACE(
+      "aten::cdist(Tensor x1, Tensor x2, float p=2, str "
+      "mode='use_mm_for_euclid_dist_if_necessary') -> Tensor",
+      cdist, x1, x2, p, mode);
   EMBER_CHECK(x1.dim() >= 2, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
   EMBER_CHECK(x2.dim() >= 2, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
   EMBER_CHECK(x1.sizes().back() == x2.sizes().back(),

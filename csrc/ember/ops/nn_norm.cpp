@@ -4,6 +4,7 @@
 // shift applied by a single kernel pass.
 #include "ember/ops/nn_norm.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/jit/trace_hook.h"
 
 #include <cmath>
 
@@ -77,6 +78,10 @@ Tensor row_norm(const char* name, const Tensor& x, const Tensor& w, const Tensor
 Tensor batch_norm(const Tensor& x, const OptTensor& running_mean, const OptTensor& running_var,
                   const OptTensor& weight, const OptTensor& bias, bool training, double momentum,
                   double eps) {
+  EMBER_TRACE_MUTATES(
+      "aten::batch_norm(Tensor self, Tensor? running_mean, Tensor? running_var, Tensor? weight, "
+      "Tensor? bias, bool training, float momentum, float eps) -> Tensor",
+      batch_norm, x, running_mean, running_var, weight, bias, training, momentum, eps);
   if (autocast::active()) {  // Note [Autocast policy]
     // The running statistics are updated in place: never cast (PyTorch keeps them too).
     auto c_ =
@@ -138,6 +143,10 @@ Tensor batch_norm(const Tensor& x, const OptTensor& running_mean, const OptTenso
 
 Tensor layer_norm(const Tensor& x, const Shape& ns, const OptTensor& weight, const OptTensor& bias,
                   double eps) {
+  EMBER_TRACE(
+      "aten::layer_norm(Tensor self, int[] normalized_shape, Tensor? weight, Tensor? bias, float "
+      "eps) -> Tensor",
+      layer_norm, x, ns, weight, bias, eps);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ =
         autocast::autocast_inputs("layer_norm", {x, autocast::opt(weight), autocast::opt(bias)});
@@ -179,6 +188,10 @@ Tensor layer_norm(const Tensor& x, const Shape& ns, const OptTensor& weight, con
 
 Tensor group_norm(const Tensor& x, int64_t G, const OptTensor& weight, const OptTensor& bias,
                   double eps) {
+  EMBER_TRACE(
+      "aten::group_norm(Tensor self, int num_groups, Tensor? weight, Tensor? bias, float eps) -> "
+      "Tensor",
+      group_norm, x, G, weight, bias, eps);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ =
         autocast::autocast_inputs("group_norm", {x, autocast::opt(weight), autocast::opt(bias)});
@@ -215,6 +228,10 @@ Tensor group_norm(const Tensor& x, int64_t G, const OptTensor& weight, const Opt
 Tensor instance_norm(const Tensor& x, const OptTensor& running_mean, const OptTensor& running_var,
                      const OptTensor& weight, const OptTensor& bias, bool use_input_stats,
                      double momentum, double eps) {
+  EMBER_TRACE_MUTATES(
+      "aten::instance_norm(Tensor self, Tensor? running_mean, Tensor? running_var, Tensor? weight, "
+      "Tensor? bias, bool use_input_stats, float momentum, float eps) -> Tensor",
+      instance_norm, x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps);
   check_floating_norm(x, "instance_norm");
   EMBER_CHECK(x.dim() >= 2, "instance_norm: expected an input of at least 2 dims (N, C, ...), got ",
               shape_str(x.sizes()));

@@ -4,6 +4,7 @@
 // gather, so double backward works); average pooling is linear and its adjoint
 // kernel is again linear, each one the other's derivative.
 #include "ember/ops/nn_pool.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 #include <cmath>
@@ -262,6 +263,10 @@ Tensor avg_pool_apply(const Tensor& in, const std::shared_ptr<const PoolGeom>& g
 std::pair<Tensor, Tensor> max_pool(const Tensor& x, int64_t nsp, const Shape& kernel,
                                    const Shape& stride, const Shape& padding, const Shape& dilation,
                                    bool ceil_mode, const std::string& op) {
+  EMBER_TRACE(
+      "aten::max_pool(Tensor self, int nsp, int[] kernel, int[] stride, int[] padding, int[] "
+      "dilation, bool ceil_mode, str op) -> (Tensor, Tensor)",
+      max_pool, x, nsp, kernel, stride, padding, dilation, ceil_mode, op);
   check_input(x, nsp, op);
   auto g = sliding_geom(x, nsp, kernel, stride, padding, dilation, ceil_mode, false, false, op);
   return max_pool_impl(x, nsp, g, "MaxPool2DWithIndicesBackward0");
@@ -270,6 +275,11 @@ std::pair<Tensor, Tensor> max_pool(const Tensor& x, int64_t nsp, const Shape& ke
 Tensor avg_pool(const Tensor& x, int64_t nsp, const Shape& kernel, const Shape& stride,
                 const Shape& padding, bool ceil_mode, bool count_include_pad,
                 std::optional<int64_t> divisor_override, const std::string& op) {
+  EMBER_TRACE(
+      "aten::avg_pool(Tensor self, int nsp, int[] kernel, int[] stride, int[] padding, bool "
+      "ceil_mode, bool count_include_pad, int? divisor_override, str op) -> Tensor",
+      avg_pool, x, nsp, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override,
+      op);
   check_input(x, nsp, op);
   Shape dil;
   for (int64_t i = 0; i < nsp; ++i) dil.push_back(1);
@@ -286,6 +296,8 @@ Tensor avg_pool(const Tensor& x, int64_t nsp, const Shape& kernel, const Shape& 
 
 Tensor adaptive_avg_pool(const Tensor& x, int64_t nsp, const Shape& output_size,
                          const std::string& op) {
+  EMBER_TRACE("aten::adaptive_avg_pool(Tensor self, int nsp, int[] output_size, str op) -> Tensor",
+              adaptive_avg_pool, x, nsp, output_size, op);
   check_input(x, nsp, op);
   auto g = adaptive_geom(x, nsp, output_size, op);
   return avg_pool_apply(x, g, out_shape(x, nsp, *g), false);
@@ -293,6 +305,10 @@ Tensor adaptive_avg_pool(const Tensor& x, int64_t nsp, const Shape& output_size,
 
 std::pair<Tensor, Tensor> adaptive_max_pool(const Tensor& x, int64_t nsp, const Shape& output_size,
                                             const std::string& op) {
+  EMBER_TRACE(
+      "aten::adaptive_max_pool(Tensor self, int nsp, int[] output_size, str op) -> (Tensor, "
+      "Tensor)",
+      adaptive_max_pool, x, nsp, output_size, op);
   check_input(x, nsp, op);
   auto g = adaptive_geom(x, nsp, output_size, op);
   return max_pool_impl(x, nsp, g, "AdaptiveMaxPool2DBackward0");
@@ -300,6 +316,9 @@ std::pair<Tensor, Tensor> adaptive_max_pool(const Tensor& x, int64_t nsp, const 
 
 Tensor max_unpool(const Tensor& x, const Tensor& indices, int64_t nsp, const Shape& output_size,
                   const std::string& op) {
+  EMBER_TRACE(
+      "aten::max_unpool(Tensor self, Tensor indices, int nsp, int[] output_size, str op) -> Tensor",
+      max_unpool, x, indices, nsp, output_size, op);
   check_input(x, nsp, op);
   EMBER_CHECK(indices.dtype() == DType::Int64, op, ": expected indices to have dtype int64, got ",
               dtype_name(indices.dtype()));

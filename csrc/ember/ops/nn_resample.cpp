@@ -5,6 +5,7 @@
 // four (or one) neighbours with weights that carry the gradient to the grid.
 #include "ember/ops/nn_resample.h"
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/jit/trace_hook.h"
 
 #include <cmath>
 
@@ -47,6 +48,8 @@ std::string shape_of(const Tensor& t) { return shape_str(t.sizes()); }
 // ---- pad ---------------------------------------------------------------------------------------
 
 Tensor pad(const Tensor& x, const Shape& p, const std::string& mode, std::optional<double> value) {
+  EMBER_TRACE("aten::pad(Tensor self, int[] p, str mode, float? value) -> Tensor", pad, x, p, mode,
+              value);
   EMBER_CHECK(p.size() % 2 == 0, "Padding length must be divisible by 2");
   const int64_t npad = int64_t(p.size()) / 2, nd = x.dim();
   EMBER_CHECK(npad <= nd, "Padding length should be less than or equal to two times the input ",
@@ -215,6 +218,9 @@ Tensor resample_dim(const Tensor& x, int64_t d, int64_t out, const std::string& 
 
 Tensor interpolate(const Tensor& x, const Shape& size, const std::vector<double>& scales,
                    const std::string& mode, bool align) {
+  EMBER_TRACE(
+      "aten::interpolate(Tensor self, int[] size, float[] scales, str mode, bool align) -> Tensor",
+      interpolate, x, size, scales, mode, align);
   const int64_t nd = x.dim(), nsp = nd - 2;
   EMBER_CHECK_KIND(ErrorKind::NotImplemented, nd >= 3 && nd <= 5,
                    "interpolate: expected a 3-D, 4-D or 5-D input (batch, channels, spatial...), ",
@@ -268,6 +274,7 @@ Tensor interpolate(const Tensor& x, const Shape& size, const std::vector<double>
 // ---- pixel shuffle ------------------------------------------------------------------------------
 
 Tensor pixel_shuffle(const Tensor& x, int64_t r) {
+  EMBER_TRACE("aten::pixel_shuffle(Tensor self, int reduction) -> Tensor", pixel_shuffle, x, r);
   EMBER_CHECK(x.dim() >= 3, "pixel_shuffle expects input to have at least 3 dimensions, but got ",
               "input with ", x.dim(), " dimension(s)");
   EMBER_CHECK(r > 0, "pixel_shuffle expects a positive upscale_factor, but got ", r);
@@ -291,6 +298,7 @@ Tensor pixel_shuffle(const Tensor& x, int64_t r) {
 }
 
 Tensor pixel_unshuffle(const Tensor& x, int64_t r) {
+  EMBER_TRACE("aten::pixel_unshuffle(Tensor self, int reduction) -> Tensor", pixel_unshuffle, x, r);
   EMBER_CHECK(x.dim() >= 3, "pixel_unshuffle expects input to have at least 3 dimensions, but ",
               "got input with ", x.dim(), " dimension(s)");
   EMBER_CHECK(r > 0, "pixel_unshuffle expects a positive downscale_factor, but got ", r);
@@ -328,6 +336,8 @@ Tensor base_coords(int64_t n, bool align, DType dt, Device dev) {
 }  // namespace
 
 Tensor affine_grid(const Tensor& theta, const Shape& size, bool align) {
+  EMBER_TRACE("aten::affine_grid(Tensor theta, int[] size, bool align) -> Tensor", affine_grid,
+              theta, size, align);
   EMBER_CHECK_VALUE(is_floating(theta.dtype()), "affine_grid: expected theta to have floating ",
                     "point type, but got ", dtype_name(theta.dtype()));
   EMBER_CHECK_KIND(ErrorKind::NotImplemented, size.size() == 4 || size.size() == 5,
@@ -415,6 +425,10 @@ Tensor source_coord(const Tensor& g, int64_t size, const std::string& padding, b
 
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& mode,
                    const std::string& padding_mode, bool align) {
+  EMBER_TRACE(
+      "aten::grid_sample(Tensor input, Tensor grid, str mode, str padding_mode, bool align) -> "
+      "Tensor",
+      grid_sample, input, grid, mode, padding_mode, align);
   EMBER_CHECK_VALUE(mode == "bilinear" || mode == "nearest" || mode == "bicubic",
                     "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or ",
                     "'bicubic', but got: '", mode, "'");

@@ -18,6 +18,7 @@
 // kernel and one GEMM per step for dh_prev, then gets dx, dW_ih, dW_hh and the
 // bias gradients each with one GEMM (or sum) over all steps.
 #include "ember/ops/nn_rnn.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -214,6 +215,17 @@ std::vector<Tensor> rnn_layer(RnnMode mode, const Tensor& x, const std::vector<i
   return out;
 }
 
+std::vector<Tensor> rnn_cell(RnnMode mode, const Tensor& input, const Tensor& h, const Tensor& c,
+                             const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                             const Tensor& b_hh) {
+  EMBER_TRACE(
+      "aten::rnn_cell(int mode, Tensor input, Tensor h, Tensor? c, Tensor w_ih, Tensor w_hh, "
+      "Tensor? b_ih, Tensor? b_hh) -> Tensor[]",
+      rnn_cell, mode, input, h, c, w_ih, w_hh, b_ih, b_hh);
+  RnnWeights w{w_ih, w_hh, b_ih, b_hh, Tensor()};
+  return rnn_layer(mode, input, {input.size(0)}, h, c, w, false);
+}
+
 std::vector<Tensor> rnn_layer_backward(RnnMode mode, const Tensor& x,
                                        const std::vector<int64_t>& bs, const Tensor& h0,
                                        const Tensor& c0, const RnnWeights& w, bool reverse,
@@ -346,6 +358,11 @@ std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& data, const std::vec
                                 const std::vector<Tensor>& params, bool has_biases,
                                 int64_t num_layers, double dropout, bool train,
                                 bool bidirectional) {
+  EMBER_TRACE_RANDOM(
+      "aten::rnn_forward(int mode, Tensor data, int[] bs, Tensor hx, Tensor cx, Tensor[] params, "
+      "bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> Tensor[]",
+      rnn_forward, mode, data, bs, hx, cx, params, has_biases, num_layers, dropout, train,
+      bidirectional);
   const char* op = mode_name(mode);
   // Note [16-bit recurrent and attention math]: half and bfloat16 run the float kernels on
   // float copies (differentiable casts), and the results come back in the input's dtype.
@@ -418,6 +435,8 @@ std::vector<Tensor> rnn_forward(RnnMode mode, const Tensor& data, const std::vec
 
 std::vector<Tensor> pack_padded(const Tensor& input_in, const std::vector<int64_t>& lengths,
                                 bool batch_first) {
+  EMBER_TRACE("aten::pack_padded(Tensor input_in, int[] lengths, bool batch_first) -> Tensor[]",
+              pack_padded, input_in, lengths, batch_first);
   Tensor input = batch_first ? transpose(input_in, 0, 1) : input_in;
   EMBER_CHECK(input.dim() >= 2, "pack_padded_sequence: expected input of at least 2 dims, got ",
               input.dim());
@@ -454,6 +473,10 @@ std::vector<Tensor> pack_padded(const Tensor& input_in, const std::vector<int64_
 
 Tensor pad_packed(const Tensor& data, const std::vector<int64_t>& bs, bool batch_first,
                   double padding_value, int64_t total_length) {
+  EMBER_TRACE(
+      "aten::pad_packed(Tensor data, int[] bs, bool batch_first, float padding_value, int "
+      "total_length) -> Tensor",
+      pad_packed, data, bs, batch_first, padding_value, total_length);
   EMBER_CHECK(!bs.empty() && data.dim() >= 1, "pad_packed_sequence: empty sequence");
   const int64_t T = int64_t(bs.size()), B = bs[0];
   const int64_t Tt = std::max(T, total_length);
@@ -477,6 +500,10 @@ Tensor pad_packed(const Tensor& data, const std::vector<int64_t>& bs, bool batch
 
 Tensor pad_sequence(const std::vector<Tensor>& seqs, bool batch_first, double padding_value,
                     bool pad_left) {
+  EMBER_TRACE(
+      "aten::pad_sequence(Tensor[] sequences, bool batch_first, float padding_value, bool "
+      "pad_left) -> Tensor",
+      pad_sequence, seqs, batch_first, padding_value, pad_left);
   EMBER_CHECK(!seqs.empty(), "received an empty list of sequences");
   const Tensor& first = seqs[0];
   EMBER_CHECK(first.dim() >= 1, "pad_sequence: expected sequences of at least 1 dim");

@@ -23,6 +23,12 @@ std::vector<Tensor> rnn_layer(RnnMode mode, const Tensor& x,
                               const std::vector<int64_t>& batch_sizes, const Tensor& h0,
                               const Tensor& c0, const RnnWeights& w, bool reverse);
 
+/// One step of a cell (torch.lstm_cell and friends): input [B, I], h [B, H], c [B, H]
+/// (LSTM only, else undefined); returns {y, h', c'} as rnn_layer over one step.
+std::vector<Tensor> rnn_cell(RnnMode mode, const Tensor& input, const Tensor& h, const Tensor& c,
+                             const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                             const Tensor& b_hh);
+
 /// The whole stack: data [N, I] as in rnn_layer, hx [L*D, B, Hout], cx [L*D, B, H] (LSTM),
 /// params in PyTorch's flat order (per layer and direction: w_ih, w_hh, [b_ih, b_hh], [w_hr]).
 /// Dropout with probability `dropout` between layers when `train`.

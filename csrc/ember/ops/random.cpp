@@ -2,6 +2,7 @@
 // kernels (backends/cpu/random_kernels.cpp) fill contiguous outputs from the
 // Philox stream (see Note [Philox streams] in random.h).
 #include "ember/ops/random.h"
+#include "ember/jit/trace_hook.h"
 
 #include <chrono>
 #include <cmath>
@@ -218,6 +219,9 @@ double dtype_max_double(DType t) {
 // ---- in-place fills ----------------------------------------------------------------------
 
 const Tensor& uniform_(const Tensor& self, double from, double to, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::uniform_(Tensor self, float from=0, float to=1, Generator? generator=None) -> Tensor",
+      uniform_, self, from, to, gen);
   check_floating_sampling(self, "uniform_");
   EMBER_CHECK(std::isfinite(from) && std::isfinite(to),
               "uniform_ expects finite bounds, but got from=", from, " and to=", to);
@@ -236,6 +240,9 @@ const Tensor& uniform_(const Tensor& self, double from, double to, const Generat
 }
 
 const Tensor& normal_(const Tensor& self, double mean, double std, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::normal_(Tensor self, float mean=0, float std=1, Generator? generator=None) -> Tensor",
+      normal_, self, mean, std, gen);
   check_floating_sampling(self, "normal_");
   EMBER_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   RandomArgs a;
@@ -245,6 +252,9 @@ const Tensor& normal_(const Tensor& self, double mean, double std, const Generat
 }
 
 const Tensor& exponential_(const Tensor& self, double lambd, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::exponential_(Tensor self, float lambd=1, Generator? generator=None) -> Tensor",
+      exponential_, self, lambd, gen);
   check_floating_sampling(self, "exponential_");
   EMBER_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
   RandomArgs a;
@@ -254,6 +264,9 @@ const Tensor& exponential_(const Tensor& self, double lambd, const Generator& ge
 
 const Tensor& random_(const Tensor& self, int64_t from, std::optional<int64_t> to,
                       const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::random_(Tensor self, int from, int? to, Generator? generator=None) -> Tensor", random_,
+      self, from, to, gen);
   DType dt = self.dtype();
   int64_t lo = dtype_min_int(dt), hi = dtype_max_int(dt);
   int64_t to_inc;
@@ -277,6 +290,10 @@ const Tensor& random_(const Tensor& self, int64_t from, std::optional<int64_t> t
 }
 
 const Tensor& bernoulli_(const Tensor& self, double p, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::bernoulli_.float_GeneratorOpt(Tensor self, float p, Generator? generator=None) -> "
+      "Tensor",
+      bernoulli_, self, p, gen);
   EMBER_CHECK(p >= 0 && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
   RandomArgs a;
   a.a = p;
@@ -284,6 +301,10 @@ const Tensor& bernoulli_(const Tensor& self, double p, const Generator& gen) {
 }
 
 const Tensor& bernoulli_(const Tensor& self, const Tensor& p, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::bernoulli_.Tensor_GeneratorOpt(Tensor self, Tensor p, Generator? generator=None) -> "
+      "Tensor",
+      bernoulli_, self, p, gen);
   check_no_internal_overlap(self, "bernoulli_");
   check_same_device(self, p, "bernoulli_");
   EMBER_CHECK(p.dtype() != DType::Bool,
@@ -326,6 +347,10 @@ const Tensor& bernoulli_(const Tensor& self, const Tensor& p, const Generator& g
 // ---- sampling factories -----------------------------------------------------------------
 
 Tensor rand(const Shape& size, DType dtype, Device device, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::rand(int[] size, ScalarType dtype, Device device, Generator? generator=None) -> "
+      "Tensor",
+      rand, size, dtype, device, gen);
   EMBER_CHECK(is_floating(dtype), "\"rand\" not implemented for '", dtype_name(dtype),
               "' (rand needs a floating point dtype)");
   Tensor t = empty(size, dtype, device);
@@ -335,6 +360,10 @@ Tensor rand(const Shape& size, DType dtype, Device device, const Generator& gen)
 }
 
 Tensor randn(const Shape& size, DType dtype, Device device, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::randn(int[] size, ScalarType dtype, Device device, Generator? generator=None) -> "
+      "Tensor",
+      randn, size, dtype, device, gen);
   EMBER_CHECK(is_floating(dtype), "\"randn\" not implemented for '", dtype_name(dtype),
               "' (randn needs a floating point dtype)");
   Tensor t = empty(size, dtype, device);
@@ -345,6 +374,10 @@ Tensor randn(const Shape& size, DType dtype, Device device, const Generator& gen
 
 Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype, Device device,
                const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::randint(int low, int high, int[] size, ScalarType dtype, Device device, Generator? "
+      "generator=None) -> Tensor",
+      randint, low, high, size, dtype, device, gen);
   Tensor t = empty(size, dtype, device);
   random_(t, low, high, gen);
   *t.impl()->version = 0;
@@ -352,6 +385,9 @@ Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype, Device
 }
 
 Tensor randperm(int64_t n, DType dtype, Device device, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::randperm(int n, ScalarType dtype, Device device, Generator? generator=None) -> Tensor",
+      randperm, n, dtype, device, gen);
   EMBER_CHECK(n >= 0, "randperm: n must be non-negative, got", n);
   EMBER_CHECK(dtype != DType::Bool || n <= 2,
               "randperm: n is too large for result tensor type: 'bool'");
@@ -373,6 +409,8 @@ Tensor randperm(int64_t n, DType dtype, Device device, const Generator& gen) {
 }
 
 Tensor normal(const Tensor& mean, const Tensor& std, const Generator& gen) {
+  EMBER_TRACE_RANDOM("aten::normal(Tensor mean, Tensor std, Generator? generator=None) -> Tensor",
+                     normal, mean, std, gen);
   check_same_device(mean, std, "normal");
   bool mean_is_scalar = mean.impl()->wrapped_number;
   DType dt = mean_is_scalar ? std.dtype() : mean.dtype();
@@ -397,6 +435,8 @@ Tensor normal(const Tensor& mean, const Tensor& std, const Generator& gen) {
 }
 
 Tensor bernoulli(const Tensor& p, const Generator& gen) {
+  EMBER_TRACE_RANDOM("aten::bernoulli(Tensor p, Generator? generator=None) -> Tensor", bernoulli, p,
+                     gen);
   EMBER_CHECK(is_floating(p.dtype()), "\"bernoulli\" not implemented for '", dtype_name(p.dtype()),
               "' (the probabilities must be a floating point tensor)");
   Tensor out = empty(p.sizes(), p.dtype(), p.device());
@@ -407,6 +447,10 @@ Tensor bernoulli(const Tensor& p, const Generator& gen) {
 
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement,
                    const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::multinomial(Tensor probs, int num_samples, bool replacement=False, Generator? "
+      "generator=None) -> Tensor",
+      multinomial, probs, num_samples, replacement, gen);
   EMBER_CHECK(probs.dim() > 0 && probs.dim() <= 2, "prob_dist must be 1 or 2 dim (got a ",
               probs.dim(), "-d tensor of shape ", shape_str(probs.sizes()), ")");
   EMBER_CHECK(is_floating(probs.dtype()),

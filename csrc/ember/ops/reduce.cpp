@@ -1,6 +1,7 @@
 // Reduction and scan front-ends: dims, result dtypes, PyTorch's errors; the
 // kernels (backends/cpu/reduce_*.cpp) get validated inputs and fresh outputs.
 #include "ember/ops/reduce.h"
+#include "ember/jit/trace_hook.h"
 
 #include <cmath>
 #include <limits>
@@ -223,6 +224,10 @@ Tensor run_scan(const Tensor& a, int64_t dim, DType dt, ScanKind kind) {
 // ---- sum / mean / prod --------------------------------------------------------------------
 
 Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
+  EMBER_TRACE(
+      "aten::sum(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> "
+      "Tensor",
+      sum, a, dims, keepdim, dtype);
   if (__builtin_expect(a.is_sparse(), 0)) {
     return keepdim ? sparse_sum_keepdim(a, dims, dtype) : sparse_sum(a, dims, dtype);
   }
@@ -241,12 +246,20 @@ Tensor sum(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DTy
 }
 const Tensor& sum_out(const Tensor& a, const OptDims& dims, bool keepdim,
                       std::optional<DType> dtype, const Tensor& out) {
+  EMBER_TRACE(
+      "aten::sum.out(Tensor self, int[]? dim, bool keepdim, ScalarType? dtype, *, Tensor out) -> "
+      "Tensor",
+      sum_out, a, dims, keepdim, dtype, out);
   autograd::check_out_not_differentiable("sum", {&a, &out});
   return write_reduce_out(run_sum(a, dims, keepdim, dtype ? *dtype : out.dtype(), SumKind::Sum),
                           out, "sum");
 }
 
 Tensor mean(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DType> dtype) {
+  EMBER_TRACE(
+      "aten::mean(Tensor self, int[]? dim=None, bool keepdim=False, ScalarType? dtype=None) -> "
+      "Tensor",
+      mean, a, dims, keepdim, dtype);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("mean", {a});
     autocast::ExcludeGuard g_;
@@ -263,6 +276,10 @@ Tensor mean(const Tensor& a, const OptDims& dims, bool keepdim, std::optional<DT
 }
 const Tensor& mean_out(const Tensor& a, const OptDims& dims, bool keepdim,
                        std::optional<DType> dtype, const Tensor& out) {
+  EMBER_TRACE(
+      "aten::mean.out(Tensor self, int[]? dim, bool keepdim, ScalarType? dtype, *, Tensor out) -> "
+      "Tensor",
+      mean_out, a, dims, keepdim, dtype, out);
   autograd::check_out_not_differentiable("mean", {&a, &out});
   check_mean_dtype(a, dtype);
   return write_reduce_out(run_sum(a, dims, keepdim, dtype ? *dtype : a.dtype(), SumKind::Mean), out,
@@ -270,6 +287,10 @@ const Tensor& mean_out(const Tensor& a, const OptDims& dims, bool keepdim,
 }
 
 Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
+  EMBER_TRACE(
+      "aten::prod(Tensor self, int? dim=None, bool keepdim=False, ScalarType? dtype=None) -> "
+      "Tensor",
+      prod, a, dim, keepdim, dtype);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("prod", {a});
     autocast::ExcludeGuard g_;
@@ -285,6 +306,10 @@ Tensor prod(const Tensor& a, std::optional<int64_t> dim, bool keepdim, std::opti
 }
 const Tensor& prod_out(const Tensor& a, std::optional<int64_t> dim, bool keepdim,
                        std::optional<DType> dtype, const Tensor& out) {
+  EMBER_TRACE(
+      "aten::prod.out(Tensor self, int? dim, bool keepdim, ScalarType? dtype, *, Tensor out) -> "
+      "Tensor",
+      prod_out, a, dim, keepdim, dtype, out);
   autograd::check_out_not_differentiable("prod", {&a, &out});
   return write_reduce_out(
       run_sum(a, one_dim(dim), keepdim, dtype ? *dtype : out.dtype(), SumKind::Prod), out, "prod");
@@ -293,6 +318,8 @@ const Tensor& prod_out(const Tensor& a, std::optional<int64_t> dim, bool keepdim
 // ---- max / min ----------------------------------------------------------------------------
 
 Tensor amax(const Tensor& a, const OptDims& dims, bool keepdim) {
+  EMBER_TRACE("aten::amax(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", amax, a,
+              dims, keepdim);
   autograd::RecordScope scope({&a});
   Tensor r = run_extreme(a, dims, keepdim, MinMaxKind::Amax, "amax");
   if (scope.rec) {
@@ -302,6 +329,8 @@ Tensor amax(const Tensor& a, const OptDims& dims, bool keepdim) {
   return r;
 }
 Tensor amin(const Tensor& a, const OptDims& dims, bool keepdim) {
+  EMBER_TRACE("aten::amin(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", amin, a,
+              dims, keepdim);
   autograd::RecordScope scope({&a});
   Tensor r = run_extreme(a, dims, keepdim, MinMaxKind::Amin, "amin");
   if (scope.rec) {
@@ -311,14 +340,19 @@ Tensor amin(const Tensor& a, const OptDims& dims, bool keepdim) {
   return r;
 }
 const Tensor& amax_out(const Tensor& a, const OptDims& dims, bool keepdim, const Tensor& out) {
+  EMBER_TRACE("aten::amax.out(Tensor self, int[]? dim, bool keepdim, *, Tensor out) -> Tensor",
+              amax_out, a, dims, keepdim, out);
   autograd::check_out_not_differentiable("amax", {&a, &out});
   return extreme_out(a, dims, keepdim, MinMaxKind::Amax, "amax", out);
 }
 const Tensor& amin_out(const Tensor& a, const OptDims& dims, bool keepdim, const Tensor& out) {
+  EMBER_TRACE("aten::amin.out(Tensor self, int[]? dim, bool keepdim, *, Tensor out) -> Tensor",
+              amin_out, a, dims, keepdim, out);
   autograd::check_out_not_differentiable("amin", {&a, &out});
   return extreme_out(a, dims, keepdim, MinMaxKind::Amin, "amin", out);
 }
 Tensor max(const Tensor& a) {
+  EMBER_TRACE("aten::max(Tensor self) -> Tensor", max, a);
   autograd::RecordScope scope({&a});
   Tensor r = run_extreme(a, std::nullopt, false, MinMaxKind::Amax, "max");
   if (scope.rec) {
@@ -328,6 +362,7 @@ Tensor max(const Tensor& a) {
   return r;
 }
 Tensor min(const Tensor& a) {
+  EMBER_TRACE("aten::min(Tensor self) -> Tensor", min, a);
   autograd::RecordScope scope({&a});
   Tensor r = run_extreme(a, std::nullopt, false, MinMaxKind::Amin, "min");
   if (scope.rec) {
@@ -338,6 +373,8 @@ Tensor min(const Tensor& a) {
 }
 
 std::pair<Tensor, Tensor> max_dim(const Tensor& a, int64_t dim, bool keepdim) {
+  EMBER_TRACE("aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor, Tensor)",
+              max_dim, a, dim, keepdim);
   autograd::RecordScope scope({&a});
   auto r = run_indexed(a, dim, keepdim, true, MinMaxKind::MaxIdx, "max");
   if (scope.rec) {
@@ -347,6 +384,8 @@ std::pair<Tensor, Tensor> max_dim(const Tensor& a, int64_t dim, bool keepdim) {
   return r;
 }
 std::pair<Tensor, Tensor> min_dim(const Tensor& a, int64_t dim, bool keepdim) {
+  EMBER_TRACE("aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor, Tensor)",
+              min_dim, a, dim, keepdim);
   autograd::RecordScope scope({&a});
   auto r = run_indexed(a, dim, keepdim, true, MinMaxKind::MinIdx, "min");
   if (scope.rec) {
@@ -356,10 +395,14 @@ std::pair<Tensor, Tensor> min_dim(const Tensor& a, int64_t dim, bool keepdim) {
   return r;
 }
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  EMBER_TRACE("aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", argmax, a,
+              dim, keepdim);
   autograd::GradModeGuard no_grad(false);  // integer result: nothing to record
   return run_arg(a, dim, keepdim, MinMaxKind::MaxIdx, "argmax");
 }
 Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  EMBER_TRACE("aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", argmin, a,
+              dim, keepdim);
   autograd::GradModeGuard no_grad(false);
   return run_arg(a, dim, keepdim, MinMaxKind::MinIdx, "argmin");
 }
@@ -367,18 +410,27 @@ Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
 // ---- logical ------------------------------------------------------------------------------
 
 Tensor all(const Tensor& a, const OptDims& dims, bool keepdim) {
+  EMBER_TRACE("aten::all(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", all, a, dims,
+              keepdim);
   return run_logical(a, dims, keepdim, LogicalKind::All);
 }
 Tensor any(const Tensor& a, const OptDims& dims, bool keepdim) {
+  EMBER_TRACE("aten::any(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor", any, a, dims,
+              keepdim);
   return run_logical(a, dims, keepdim, LogicalKind::Any);
 }
 Tensor count_nonzero(const Tensor& a, const OptDims& dims) {
+  EMBER_TRACE("aten::count_nonzero(Tensor self, int[]? dim=None) -> Tensor", count_nonzero, a,
+              dims);
   return run_logical(a, dims, false, LogicalKind::CountNonzero);
 }
 
 // ---- statistics ---------------------------------------------------------------------------
 
 Tensor var(const Tensor& a, const OptDims& dims, double correction, bool keepdim) {
+  EMBER_TRACE(
+      "aten::var(Tensor self, int[]? dim=None, float correction=1, bool keepdim=False) -> Tensor",
+      var, a, dims, correction, keepdim);
   autograd::RecordScope scope({&a});
   Tensor r = run_var(a, dims, correction, keepdim, VarKind::Var, false).first;
   if (scope.rec) {
@@ -388,6 +440,9 @@ Tensor var(const Tensor& a, const OptDims& dims, double correction, bool keepdim
   return r;
 }
 Tensor std(const Tensor& a, const OptDims& dims, double correction, bool keepdim) {
+  EMBER_TRACE(
+      "aten::std(Tensor self, int[]? dim=None, float correction=1, bool keepdim=False) -> Tensor",
+      std, a, dims, correction, keepdim);
   autograd::RecordScope scope({&a});
   Tensor r = run_var(a, dims, correction, keepdim, VarKind::Std, false).first;
   if (scope.rec) {
@@ -398,6 +453,10 @@ Tensor std(const Tensor& a, const OptDims& dims, double correction, bool keepdim
 }
 std::pair<Tensor, Tensor> var_mean(const Tensor& a, const OptDims& dims, double correction,
                                    bool keepdim) {
+  EMBER_TRACE(
+      "aten::var_mean(Tensor self, int[]? dim=None, float correction=1, bool keepdim=False) -> "
+      "(Tensor, Tensor)",
+      var_mean, a, dims, correction, keepdim);
   autograd::RecordScope scope({&a});
   auto r = run_var(a, dims, correction, keepdim, VarKind::Var, true);
   if (scope.rec) {
@@ -408,6 +467,10 @@ std::pair<Tensor, Tensor> var_mean(const Tensor& a, const OptDims& dims, double 
 }
 std::pair<Tensor, Tensor> std_mean(const Tensor& a, const OptDims& dims, double correction,
                                    bool keepdim) {
+  EMBER_TRACE(
+      "aten::std_mean(Tensor self, int[]? dim=None, float correction=1, bool keepdim=False) -> "
+      "(Tensor, Tensor)",
+      std_mean, a, dims, correction, keepdim);
   autograd::RecordScope scope({&a});
   auto r = run_var(a, dims, correction, keepdim, VarKind::Std, true);
   if (scope.rec) {
@@ -419,6 +482,10 @@ std::pair<Tensor, Tensor> std_mean(const Tensor& a, const OptDims& dims, double 
 
 Tensor norm(const Tensor& a, double p, const OptDims& dims, bool keepdim,
             std::optional<DType> dtype) {
+  EMBER_TRACE(
+      "aten::norm(Tensor self, float p=2, int[]? dim=None, bool keepdim=False, ScalarType? "
+      "dtype=None) -> Tensor",
+      norm, a, p, dims, keepdim, dtype);
   EMBER_CHECK(is_floating(a.dtype()),
               "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
               scalar_type_name(a.dtype()));
@@ -457,6 +524,8 @@ Tensor norm(const Tensor& a, double p, const OptDims& dims, bool keepdim,
 static Tensor logsumexp_forward(const Tensor& a, const OptDims& dims, bool keepdim);
 
 Tensor logsumexp(const Tensor& a, const OptDims& dims, bool keepdim) {
+  EMBER_TRACE("aten::logsumexp(Tensor self, int[]? dim, bool keepdim=False) -> Tensor", logsumexp,
+              a, dims, keepdim);
   autograd::RecordScope scope({&a});
   Tensor r = logsumexp_forward(a, dims, keepdim);
   if (scope.rec) {
@@ -485,6 +554,7 @@ static Tensor logsumexp_forward(const Tensor& a, const OptDims& dims, bool keepd
 // ---- median -------------------------------------------------------------------------------
 
 Tensor median(const Tensor& a) {
+  EMBER_TRACE("aten::median(Tensor self) -> Tensor", median, a);
   EMBER_CHECK(a.dtype() != DType::Bool, "\"median\" not implemented for 'Bool'");
   if (a.numel() == 0) {
     EMBER_CHECK(is_floating(a.dtype()),
@@ -507,6 +577,8 @@ Tensor median(const Tensor& a) {
 static std::pair<Tensor, Tensor> median_dim_forward(const Tensor& a, int64_t dim, bool keepdim);
 
 std::pair<Tensor, Tensor> median_dim(const Tensor& a, int64_t dim, bool keepdim) {
+  EMBER_TRACE("aten::median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor, Tensor)",
+              median_dim, a, dim, keepdim);
   autograd::RecordScope scope({&a});
   auto r = median_dim_forward(a, dim, keepdim);
   if (scope.rec) {
@@ -536,6 +608,8 @@ static std::pair<Tensor, Tensor> median_dim_forward(const Tensor& a, int64_t dim
 // ---- scans --------------------------------------------------------------------------------
 
 Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
+  EMBER_TRACE("aten::cumsum(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", cumsum, a,
+              dim, dtype);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("cumsum", {a});
     autocast::ExcludeGuard g_;
@@ -550,6 +624,8 @@ Tensor cumsum(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
   return r;
 }
 Tensor cumprod(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
+  EMBER_TRACE("aten::cumprod(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", cumprod, a,
+              dim, dtype);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("cumprod", {a});
     autocast::ExcludeGuard g_;
@@ -565,17 +641,23 @@ Tensor cumprod(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
 }
 const Tensor& cumsum_out(const Tensor& a, int64_t dim, std::optional<DType> dtype,
                          const Tensor& out) {
+  EMBER_TRACE("aten::cumsum.out(Tensor self, int dim, ScalarType? dtype, *, Tensor out) -> Tensor",
+              cumsum_out, a, dim, dtype, out);
   autograd::check_out_not_differentiable("cumsum", {&a, &out});
   return write_reduce_out(run_scan(a, dim, dtype ? *dtype : out.dtype(), ScanKind::Cumsum), out,
                           "cumsum");
 }
 const Tensor& cumprod_out(const Tensor& a, int64_t dim, std::optional<DType> dtype,
                           const Tensor& out) {
+  EMBER_TRACE("aten::cumprod.out(Tensor self, int dim, ScalarType? dtype, *, Tensor out) -> Tensor",
+              cumprod_out, a, dim, dtype, out);
   autograd::check_out_not_differentiable("cumprod", {&a, &out});
   return write_reduce_out(run_scan(a, dim, dtype ? *dtype : out.dtype(), ScanKind::Cumprod), out,
                           "cumprod");
 }
 const Tensor& cumsum_(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
+  EMBER_TRACE("aten::cumsum_(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", cumsum_, a,
+              dim, dtype);
   EMBER_CHECK(!dtype || *dtype == a.dtype(), "cumsum_(): dtype ",
               dtype_name(dtype ? *dtype : a.dtype()), " does not match the tensor's dtype ",
               dtype_name(a.dtype()));
@@ -588,6 +670,8 @@ const Tensor& cumsum_(const Tensor& a, int64_t dim, std::optional<DType> dtype) 
   return a;
 }
 const Tensor& cumprod_(const Tensor& a, int64_t dim, std::optional<DType> dtype) {
+  EMBER_TRACE("aten::cumprod_(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", cumprod_, a,
+              dim, dtype);
   EMBER_CHECK(!dtype || *dtype == a.dtype(), "cumprod_(): dtype ",
               dtype_name(dtype ? *dtype : a.dtype()), " does not match the tensor's dtype ",
               dtype_name(a.dtype()));

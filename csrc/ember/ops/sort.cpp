@@ -1,5 +1,6 @@
 // Front-ends of the sorting and searching ops (see sort.h).
 #include "ember/ops/sort.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 #include <climits>
@@ -49,6 +50,10 @@ std::tuple<Tensor, Tensor> sort_impl(const Tensor& self, int64_t d, bool descend
 }  // namespace
 
 std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending, bool stable) {
+  EMBER_TRACE(
+      "aten::sort(Tensor self, int dim=-1, bool descending=False, bool stable=False) -> (Tensor, "
+      "Tensor)",
+      sort, self, dim, descending, stable);
   int64_t d = wrap_dim(dim, self.dim());
   autograd::RecordScope scope({&self});
   auto [values, indices] = sort_impl(self, d, descending, stable);
@@ -60,17 +65,27 @@ std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending
 }
 
 Tensor argsort(const Tensor& self, int64_t dim, bool descending, bool stable) {
+  EMBER_TRACE(
+      "aten::argsort(Tensor self, int dim=-1, bool descending=False, bool stable=False) -> Tensor",
+      argsort, self, dim, descending, stable);
   // Indices only: nothing to differentiate, so no node.
   autograd::GradModeGuard no_grad(false);
   return std::get<1>(sort_impl(self, wrap_dim(dim, self.dim()), descending, stable));
 }
 
-Tensor msort(const Tensor& self) { return std::get<0>(sort(self, 0, false, false)); }
+Tensor msort(const Tensor& self) {
+  EMBER_TRACE("aten::msort(Tensor self) -> Tensor", msort, self);
+  return std::get<0>(sort(self, 0, false, false));
+}
 
 // ---- topk / kthvalue ------------------------------------------------------------------
 
 std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest,
                                 bool sorted) {
+  EMBER_TRACE(
+      "aten::topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor, "
+      "Tensor)",
+      topk, self, k, dim, largest, sorted);
   check_not_bool(self, "topk");
   int64_t d = wrap_dim(dim, self.dim());
   int64_t slice = self.dim() == 0 ? 1 : self.sizes()[d];
@@ -95,6 +110,9 @@ std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool
 }
 
 std::tuple<Tensor, Tensor> kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+  EMBER_TRACE(
+      "aten::kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)",
+      kthvalue, self, k, dim, keepdim);
   check_not_bool(self, "kthvalue");
   int64_t d = wrap_dim(dim, self.dim());
   int64_t slice = self.dim() == 0 ? 1 : self.sizes()[d];
@@ -188,6 +206,10 @@ std::tuple<Tensor, Tensor, Tensor> unique_impl(const Tensor& self, bool consecut
 
 std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& self, bool sorted, bool return_inverse,
                                           bool return_counts, std::optional<int64_t> dim) {
+  EMBER_TRACE(
+      "aten::unique(Tensor self, bool sorted=True, bool return_inverse=False, bool "
+      "return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)",
+      unique, self, sorted, return_inverse, return_counts, dim);
   (void)sorted;  // the output is always sorted, which sorted=False allows
   return unique_impl(self, false, return_inverse, return_counts, dim);
 }
@@ -195,6 +217,10 @@ std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& self, bool sorted, bool 
 std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool return_inverse,
                                                       bool return_counts,
                                                       std::optional<int64_t> dim) {
+  EMBER_TRACE(
+      "aten::unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, "
+      "int? dim=None) -> (Tensor, Tensor, Tensor)",
+      unique_consecutive, self, return_inverse, return_counts, dim);
   return unique_impl(self, true, return_inverse, return_counts, dim);
 }
 
@@ -202,6 +228,10 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool r
 
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32, bool right,
                     const std::optional<std::string>& side, const std::optional<Tensor>& sorter) {
+  EMBER_TRACE(
+      "aten::searchsorted(Tensor sorted_sequence, Tensor values, bool out_int32=False, bool "
+      "right=False, str? side=None, Tensor? sorter=None) -> Tensor",
+      searchsorted, sorted_sequence, values, out_int32, right, side, sorter);
   const Tensor& bd = sorted_sequence;
   if (side) {
     EMBER_CHECK(*side == "left" || *side == "right",
@@ -272,6 +302,10 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool ou
 }
 
 Tensor bucketize(const Tensor& input, const Tensor& boundaries, bool out_int32, bool right) {
+  EMBER_TRACE(
+      "aten::bucketize(Tensor input, Tensor boundaries, bool out_int32=False, bool right=False) -> "
+      "Tensor",
+      bucketize, input, boundaries, out_int32, right);
   EMBER_CHECK(boundaries.dim() == 1,
               "ember.bucketize(): boundaries tensor must be 1 dimension, "
               "but got dim(",

@@ -1,5 +1,6 @@
 // Indexing composites (ops/surface.h): index_fill, index_copy, masked_scatter
 // and put, written as a mask and a where() so autograd comes from the primitives.
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/index.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/surface.h"
@@ -35,6 +36,8 @@ Tensor dim_mask(const Tensor& a, int64_t dim, const Tensor& index, const char* o
 }  // namespace
 
 Tensor index_fill(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& value) {
+  EMBER_TRACE("aten::index_fill(Tensor self, int dim, Tensor index, Tensor value) -> Tensor",
+              index_fill, a, dim, index, value);
   EMBER_CHECK(value.dim() == 0,
               "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
@@ -45,6 +48,8 @@ Tensor index_fill(const Tensor& a, int64_t dim, const Tensor& index, const Tenso
 }
 
 Tensor index_copy(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& source) {
+  EMBER_TRACE("aten::index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
+              index_copy, a, dim, index, source);
   dim = wrap_dim(dim, std::max<int64_t>(a.dim(), 1));
   EMBER_CHECK(source.dtype() == a.dtype(),
               "index_copy_(): self and source expected to have the same dtype, but got (self) ",
@@ -69,6 +74,8 @@ Tensor index_copy(const Tensor& a, int64_t dim, const Tensor& index, const Tenso
 }
 
 Tensor masked_scatter(const Tensor& a, const Tensor& mask, const Tensor& source) {
+  EMBER_TRACE("aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
+              masked_scatter, a, mask, source);
   EMBER_CHECK(mask.dtype() == DType::Bool,
               "masked_scatter_ only supports boolean masks, but got mask with dtype ",
               dtype_name(mask.dtype()));
@@ -93,6 +100,8 @@ Tensor masked_scatter(const Tensor& a, const Tensor& mask, const Tensor& source)
 }
 
 Tensor put(const Tensor& a, const Tensor& index, const Tensor& source, bool accumulate) {
+  EMBER_TRACE("aten::put(Tensor self, Tensor index, Tensor source, bool accumulate) -> Tensor", put,
+              a, index, source, accumulate);
   EMBER_CHECK(index.dtype() == DType::Int64, "put_(): Expected a long tensor for index, but got ",
               dtype_name(index.dtype()));
   EMBER_CHECK(source.dtype() == a.dtype(),

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "ember/autograd/derivatives/formula.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/autocast.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/surface.h"
@@ -55,6 +56,7 @@ int bits_of(DType t) { return int(element_size(t) * 8); }
 }  // namespace
 
 bool equal(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::equal(Tensor self, Tensor b) -> bool", equal, a, b);
   check_same_device(a, b, "equal");
   if (a.sizes() != b.sizes()) return false;
   if (a.numel() == 0) return true;
@@ -64,6 +66,9 @@ bool equal(const Tensor& a, const Tensor& b) {
 }
 
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  EMBER_TRACE(
+      "aten::isclose(Tensor self, Tensor b, float rtol, float atol, bool equal_nan) -> Tensor",
+      isclose, a, b, rtol, atol, equal_nan);
   EMBER_CHECK(a.dtype() == b.dtype(),
               "isclose(): expected both input and other to have the same dtype, but got ",
               dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
@@ -83,6 +88,9 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  EMBER_TRACE(
+      "aten::allclose(Tensor self, Tensor b, float rtol, float atol, bool equal_nan) -> bool",
+      allclose, a, b, rtol, atol, equal_nan);
   Tensor c = isclose(a, b, rtol, atol, equal_nan);
   if (c.numel() == 0) return true;
   Tensor r = to_device(all(c), Device());
@@ -90,16 +98,22 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
 }
 
 Tensor isposinf(const Tensor& a) {
+  EMBER_TRACE("aten::isposinf(Tensor self) -> Tensor", isposinf, a);
   if (!is_floating(a.dtype())) return zeros(a.sizes(), DType::Bool, a.device());
   return bin(B::logical_and, un(U::isinf, a), bin(B::gt, a, S(0.0)));
 }
 Tensor isneginf(const Tensor& a) {
+  EMBER_TRACE("aten::isneginf(Tensor self) -> Tensor", isneginf, a);
   if (!is_floating(a.dtype())) return zeros(a.sizes(), DType::Bool, a.device());
   return bin(B::logical_and, un(U::isinf, a), bin(B::lt, a, S(0.0)));
 }
-Tensor isreal(const Tensor& a) { return full(a.sizes(), Scalar(true), DType::Bool, a.device()); }
+Tensor isreal(const Tensor& a) {
+  EMBER_TRACE("aten::isreal(Tensor self) -> Tensor", isreal, a);
+  return full(a.sizes(), Scalar(true), DType::Bool, a.device());
+}
 
 Tensor signbit(const Tensor& a) {
+  EMBER_TRACE("aten::signbit(Tensor self) -> Tensor", signbit, a);
   if (!is_floating(a.dtype())) {
     if (a.dtype() == DType::Bool || a.dtype() == DType::UInt8)
       return zeros(a.sizes(), DType::Bool, a.device());
@@ -112,14 +126,19 @@ Tensor signbit(const Tensor& a) {
   return bin(B::logical_or, bin(B::lt, a, S(0.0)), negzero);
 }
 
-Tensor sgn(const Tensor& a) { return un(U::sign, a); }
+Tensor sgn(const Tensor& a) {
+  EMBER_TRACE("aten::sgn(Tensor self) -> Tensor", sgn, a);
+  return un(U::sign, a);
+}
 
 Tensor positive(const Tensor& a) {
+  EMBER_TRACE("aten::positive(Tensor self) -> Tensor", positive, a);
   EMBER_CHECK(a.dtype() != DType::Bool, "The `+` operator, on a bool tensor is not supported.");
   return a;
 }
 
 Tensor heaviside(const Tensor& a, const Tensor& values) {
+  EMBER_TRACE("aten::heaviside(Tensor self, Tensor values) -> Tensor", heaviside, a, values);
   EMBER_CHECK(a.dtype() == values.dtype(),
               "heaviside is not yet implemented for tensors with different dtypes");
   Tensor one = full(Shape{}, Scalar(int64_t(1)), a.dtype(), a.device());
@@ -128,6 +147,7 @@ Tensor heaviside(const Tensor& a, const Tensor& values) {
 }
 
 Tensor copysign(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::copysign(Tensor self, Tensor b) -> Tensor", copysign, a, b);
   DType t = float_result(a, b);
   Tensor x = as_dtype(a, t);
   Tensor neg_b = signbit(b);
@@ -138,6 +158,7 @@ Tensor copysign(const Tensor& a, const Tensor& b) {
 // C99's hypot: scaled by the larger magnitude, so hypot(1e200, 1e200) does not overflow;
 // an infinite operand gives inf even when the other is NaN (hypot(inf, nan) == inf).
 Tensor hypot(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::hypot(Tensor self, Tensor b) -> Tensor", hypot, a, b);
   floating_only("hypot", a, b);
   Tensor ax = un(U::abs, a), ay = un(U::abs, b);
   Tensor m = bin(B::maximum, ax, ay), n = bin(B::minimum, ax, ay);
@@ -148,6 +169,7 @@ Tensor hypot(const Tensor& a, const Tensor& b) {
 }
 
 Tensor logaddexp(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::logaddexp(Tensor self, Tensor b) -> Tensor", logaddexp, a, b);
   floating_only("logaddexp", a, b);
   Tensor m = bin(B::maximum, a, b);
   // Equal infinities would give inf - inf; there the answer is the infinity itself.
@@ -158,6 +180,7 @@ Tensor logaddexp(const Tensor& a, const Tensor& b) {
 }
 
 Tensor logaddexp2(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::logaddexp2(Tensor self, Tensor b) -> Tensor", logaddexp2, a, b);
   floating_only("logaddexp2", a, b);
   Tensor m = bin(B::maximum, a, b);
   Tensor same_inf = bin(B::logical_and, un(U::isinf, a), bin(B::eq, a, b));
@@ -169,6 +192,7 @@ Tensor logaddexp2(const Tensor& a, const Tensor& b) {
 }
 
 Tensor xlogy(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::xlogy(Tensor self, Tensor b) -> Tensor", xlogy, a, b);
   DType t = float_result(a, b);
   Tensor x = as_dtype(a, t), y = as_dtype(b, t);
   Tensor xz = bin(B::eq, x, S(0.0));
@@ -178,12 +202,14 @@ Tensor xlogy(const Tensor& a, const Tensor& b) {
 }
 
 Tensor logit(const Tensor& a, std::optional<double> eps) {
+  EMBER_TRACE("aten::logit(Tensor self, float? eps) -> Tensor", logit, a, eps);
   Tensor x = as_dtype(a, float_result(a));
   if (eps) x = clamp(x, S(*eps), S(1.0 - *eps));
   return un(U::log, bin(B::div, x, bin(B::sub, S(1.0), x)));
 }
 
 Tensor sinc(const Tensor& a) {
+  EMBER_TRACE("aten::sinc(Tensor self) -> Tensor", sinc, a);
   Tensor x = as_dtype(a, float_result(a));
   Tensor z = bin(B::eq, x, S(0.0));
   Tensor px = bin(B::mul, where(z, S(1.0), x), S(M_PI));
@@ -191,18 +217,22 @@ Tensor sinc(const Tensor& a) {
 }
 
 Tensor deg2rad(const Tensor& a) {
+  EMBER_TRACE("aten::deg2rad(Tensor self) -> Tensor", deg2rad, a);
   return bin(B::mul, as_dtype(a, float_result(a)), S(M_PI / 180.0));
 }
 Tensor rad2deg(const Tensor& a) {
+  EMBER_TRACE("aten::rad2deg(Tensor self) -> Tensor", rad2deg, a);
   return bin(B::mul, as_dtype(a, float_result(a)), S(180.0 / M_PI));
 }
 
 Tensor float_power(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::float_power(Tensor self, Tensor b) -> Tensor", float_power, a, b);
   Tensor x = as_dtype(a, DType::Float64), y = as_dtype(b, DType::Float64);
   return bin(B::pow, x, y);
 }
 
 Tensor fmax(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::fmax(Tensor self, Tensor b) -> Tensor", fmax, a, b);
   Tensor m = bin(B::maximum, a, b);
   if (!is_floating(m.dtype())) return m;
   return where(un(U::isnan, b), as_dtype(a, m.dtype()),
@@ -210,6 +240,7 @@ Tensor fmax(const Tensor& a, const Tensor& b) {
 }
 
 Tensor fmin(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::fmin(Tensor self, Tensor b) -> Tensor", fmin, a, b);
   Tensor m = bin(B::minimum, a, b);
   if (!is_floating(m.dtype())) return m;
   return where(un(U::isnan, b), as_dtype(a, m.dtype()),
@@ -217,6 +248,7 @@ Tensor fmin(const Tensor& a, const Tensor& b) {
 }
 
 Tensor gcd(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::gcd(Tensor self, Tensor b) -> Tensor", gcd, a, b);
   integral_only("gcd", a, b);
   DType t = result_type(a, b);
   // In int64: |-128| does not fit int8 (abs there is -128 again, and gcd(-3, -128) came out
@@ -241,6 +273,7 @@ Tensor gcd(const Tensor& a, const Tensor& b) {
 }
 
 Tensor lcm(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::lcm(Tensor self, Tensor b) -> Tensor", lcm, a, b);
   integral_only("lcm", a, b);
   Tensor g = gcd(a, b);
   DType t = g.dtype();
@@ -253,6 +286,8 @@ Tensor lcm(const Tensor& a, const Tensor& b) {
 // Shifts as PyTorch: a shift by >= the bit width (or a negative one) gives 0
 // (or -1 for a negative value shifted right).
 Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::bitwise_left_shift(Tensor self, Tensor b) -> Tensor", bitwise_left_shift, a,
+              b);
   integral_only("lshift", a, b);
   DType t = result_type(a, b);
   int bits = bits_of(t);
@@ -265,6 +300,8 @@ Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::bitwise_right_shift(Tensor self, Tensor b) -> Tensor", bitwise_right_shift, a,
+              b);
   integral_only("rshift", a, b);
   DType t = result_type(a, b);
   int bits = bits_of(t);
@@ -279,15 +316,23 @@ Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) {
   return where(bad, sign_only, r);
 }
 
-Tensor clamp_min(const Tensor& a, const Tensor& min) { return clamp(a, min, std::nullopt); }
-Tensor clamp_max(const Tensor& a, const Tensor& max) { return clamp(a, std::nullopt, max); }
+Tensor clamp_min(const Tensor& a, const Tensor& min) {
+  EMBER_TRACE("aten::clamp_min(Tensor self, Tensor min) -> Tensor", clamp_min, a, min);
+  return clamp(a, min, std::nullopt);
+}
+Tensor clamp_max(const Tensor& a, const Tensor& max) {
+  EMBER_TRACE("aten::clamp_max(Tensor self, Tensor max) -> Tensor", clamp_max, a, max);
+  return clamp(a, std::nullopt, max);
+}
 
 Tensor ldexp(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::ldexp(Tensor self, Tensor b) -> Tensor", ldexp, a, b);
   DType t = float_result(a, b);
   return bin(B::mul, as_dtype(a, t), un(U::exp2, as_dtype(b, t)));
 }
 
 std::pair<Tensor, Tensor> frexp(const Tensor& a) {
+  EMBER_TRACE("aten::frexp(Tensor self) -> (Tensor, Tensor)", frexp, a);
   EMBER_CHECK(is_floating(a.dtype()), "ember.frexp() only supports floating-point dtypes");
   autograd::GradModeGuard no_grad(false);
   Tensor fin = bin(B::logical_and, un(U::isfinite, a), bin(B::ne, a, S(0.0)));
@@ -307,6 +352,8 @@ std::pair<Tensor, Tensor> frexp(const Tensor& a) {
 }
 
 Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
+  EMBER_TRACE("aten::addcmul(Tensor self, Tensor t1, Tensor t2, Scalar value) -> Tensor", addcmul,
+              self, t1, t2, value);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("addcmul", {self, t1, t2});
     autocast::ExcludeGuard g_;
@@ -318,6 +365,8 @@ Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar va
 }
 
 Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar value) {
+  EMBER_TRACE("aten::addcdiv(Tensor self, Tensor t1, Tensor t2, Scalar value) -> Tensor", addcdiv,
+              self, t1, t2, value);
   if (autocast::active()) {  // Note [Autocast policy]
     auto c_ = autocast::autocast_inputs("addcdiv", {self, t1, t2});
     autocast::ExcludeGuard g_;
@@ -341,6 +390,7 @@ Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, Scalar va
 namespace ember {
 
 Tensor polygamma(int64_t n, const Tensor& x) {
+  EMBER_TRACE("aten::polygamma(int n, Tensor x) -> Tensor", polygamma, n, x);
   EMBER_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   Tensor xf =
       x.dtype() == DType::Bool || !is_floating(x.dtype()) ? to_dtype(x, default_dtype()) : x;
@@ -374,6 +424,7 @@ Tensor polygamma(int64_t n, const Tensor& x) {
 }
 
 Tensor mvlgamma(const Tensor& x, int64_t p) {
+  EMBER_TRACE("aten::mvlgamma(Tensor self, int p) -> Tensor", mvlgamma, x, p);
   EMBER_CHECK(p >= 1, "p has to be greater than or equal to 1");
   Tensor xf = is_floating(x.dtype()) ? x : to_dtype(x, default_dtype());
   {
@@ -397,6 +448,7 @@ Tensor mvlgamma(const Tensor& x, int64_t p) {
 namespace ember {
 
 Tensor nextafter(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::nextafter(Tensor self, Tensor b) -> Tensor", nextafter, a, b);
   DType t = result_type(a, b);
   EMBER_CHECK_KIND(ErrorKind::NotImplemented, t == DType::Float32 || t == DType::Float64,
                    "\"nextafter_cpu\" not implemented for '", dtype_name(t), "'");

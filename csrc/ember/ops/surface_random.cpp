@@ -5,6 +5,7 @@
 
 #include "ember/autograd/derivatives/formula.h"
 #include "ember/autograd/record.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/random.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/surface_random.h"
@@ -31,6 +32,8 @@ Tensor uniform_like(const Tensor& self, const Generator& gen) {
 }  // namespace
 
 const Tensor& geometric_(const Tensor& self, double p, const Generator& gen) {
+  EMBER_TRACE_RANDOM("aten::geometric_(Tensor self, float p, Generator? generator=None) -> Tensor",
+                     geometric_, self, p, gen);
   EMBER_CHECK(p > 0 && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
   autograd::GradModeGuard no_grad(false);
   // The number of Bernoulli(p) trials up to the first success: ceil(log(1 - u) / log(1 - p)).
@@ -40,6 +43,10 @@ const Tensor& geometric_(const Tensor& self, double p, const Generator& gen) {
 }
 
 const Tensor& log_normal_(const Tensor& self, double mean, double std, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::log_normal_(Tensor self, float mean=1, float std=2, Generator? generator=None) -> "
+      "Tensor",
+      log_normal_, self, mean, std, gen);
   EMBER_CHECK(is_floating(self.dtype()), "log_normal_ expects a floating point tensor, but got ",
               dtype_name(self.dtype()));
   EMBER_CHECK(std > 0, "log_normal_ expects std > 0.0, but found std=", std);
@@ -50,6 +57,10 @@ const Tensor& log_normal_(const Tensor& self, double mean, double std, const Gen
 }
 
 const Tensor& cauchy_(const Tensor& self, double median, double sigma, const Generator& gen) {
+  EMBER_TRACE_RANDOM(
+      "aten::cauchy_(Tensor self, float median=0, float sigma=1, Generator? generator=None) -> "
+      "Tensor",
+      cauchy_, self, median, sigma, gen);
   EMBER_CHECK(is_floating(self.dtype()), "cauchy_ expects a floating point tensor, but got ",
               dtype_name(self.dtype()));
   EMBER_CHECK(sigma > 0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
@@ -62,6 +73,8 @@ const Tensor& cauchy_(const Tensor& self, double median, double sigma, const Gen
 }
 
 Tensor poisson(const Tensor& rates, const Generator& gen) {
+  EMBER_TRACE_RANDOM("aten::poisson(Tensor rates, Generator? generator=None) -> Tensor", poisson,
+                     rates, gen);
   EMBER_CHECK(is_floating(rates.dtype()), "\"poisson_cpu\" not implemented for '",
               dtype_name(rates.dtype()), "'");
   autograd::GradModeGuard no_grad(false);

@@ -5,6 +5,7 @@
 #include "ember/autograd/derivatives/formula.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -34,11 +35,15 @@ double read_double(const Tensor& t) {
 }  // namespace
 
 Tensor nansum(const Tensor& a, const OptDimList& dims, bool keepdim, std::optional<DType> dtype) {
+  EMBER_TRACE("aten::nansum(Tensor self, int[]? dim, bool keepdim, ScalarType? dtype) -> Tensor",
+              nansum, a, dims, keepdim, dtype);
   Tensor x = is_floating(a.dtype()) ? where(un(U::isnan, a), S(0.0), a) : a;
   return sum(x, dims, keepdim, dtype);
 }
 
 Tensor nanmean(const Tensor& a, const OptDimList& dims, bool keepdim, std::optional<DType> dtype) {
+  EMBER_TRACE("aten::nanmean(Tensor self, int[]? dim, bool keepdim, ScalarType? dtype) -> Tensor",
+              nanmean, a, dims, keepdim, dtype);
   EMBER_CHECK(is_floating(dtype.value_or(a.dtype())),
               "nanmean(): expected input to have floating point dtype but got ",
               dtype_name(a.dtype()));
@@ -47,6 +52,8 @@ Tensor nanmean(const Tensor& a, const OptDimList& dims, bool keepdim, std::optio
 }
 
 std::pair<Tensor, Tensor> aminmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+  EMBER_TRACE("aten::aminmax(Tensor self, int? dim, bool keepdim) -> (Tensor, Tensor)", aminmax, a,
+              dim, keepdim);
   if (dim) {
     EMBER_CHECK(a.dim() == 0 || a.sizes()[wrap_dim(*dim, a.dim())] != 0,
                 "aminmax(): Expected reduction dim ", *dim, " to have non-zero size.");
@@ -66,6 +73,8 @@ std::pair<Tensor, Tensor> aminmax(const Tensor& a, std::optional<int64_t> dim, b
 
 Tensor diff(const Tensor& a, int64_t n, int64_t dim, const std::optional<Tensor>& prepend,
             const std::optional<Tensor>& append) {
+  EMBER_TRACE("aten::diff(Tensor self, int n, int dim, Tensor? prepend, Tensor? append) -> Tensor",
+              diff, a, n, dim, prepend, append);
   EMBER_CHECK(a.dim() >= 1, "diff expects input to be at least one-dimensional");
   EMBER_CHECK(n >= 0, "order must be non-negative but got ", n);
   dim = wrap_dim(dim, a.dim());
@@ -128,6 +137,7 @@ static Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, cons
 }
 
 Tensor logcumsumexp(const Tensor& a, int64_t dim) {
+  EMBER_TRACE("aten::logcumsumexp(Tensor self, int dim) -> Tensor", logcumsumexp, a, dim);
   Tensor x = is_floating(a.dtype()) ? a : to_dtype(a, default_dtype());
   int64_t d = wrap_dim(dim, x.dim());
   autograd::RecordScope rs({&x});
@@ -149,6 +159,9 @@ Tensor logcumsumexp(const Tensor& a, int64_t dim) {
 
 Tensor cov(const Tensor& a, int64_t correction, const std::optional<Tensor>& fweights,
            const std::optional<Tensor>& aweights) {
+  EMBER_TRACE(
+      "aten::cov(Tensor self, int correction, Tensor? fweights, Tensor? aweights) -> Tensor", cov,
+      a, correction, fweights, aweights);
   EMBER_CHECK(a.dim() <= 2,
               "cov(): expected input to have two or fewer dimensions but got an input with ",
               a.dim(), " dimensions");
@@ -204,6 +217,7 @@ Tensor cov(const Tensor& a, int64_t correction, const std::optional<Tensor>& fwe
 }
 
 Tensor corrcoef(const Tensor& a) {
+  EMBER_TRACE("aten::corrcoef(Tensor self) -> Tensor", corrcoef, a);
   EMBER_CHECK(a.dim() <= 2,
               "corrcoef(): expected input to have two or fewer dimensions but got an input with ",
               a.dim(), " dimensions");
@@ -216,9 +230,14 @@ Tensor corrcoef(const Tensor& a) {
   return clamp(c, S(-1.0), S(1.0));
 }
 
-Tensor dist(const Tensor& a, const Tensor& b, double p) { return norm(bin(B::sub, a, b), p); }
+Tensor dist(const Tensor& a, const Tensor& b, double p) {
+  EMBER_TRACE("aten::dist(Tensor self, Tensor b, float p) -> Tensor", dist, a, b, p);
+  return norm(bin(B::sub, a, b), p);
+}
 
 Tensor renorm(const Tensor& a, double p, int64_t dim, double maxnorm) {
+  EMBER_TRACE("aten::renorm(Tensor self, float p, int dim, float maxnorm) -> Tensor", renorm, a, p,
+              dim, maxnorm);
   EMBER_CHECK(p > 0, "renorm: non-positive-norm not supported");
   EMBER_CHECK(maxnorm >= 0, "renorm: expected maxnorm to be >= 0 but got ", maxnorm);
   EMBER_CHECK(a.dim() > 1, "renorm: input needs at least 2 dimensions, got ", a.dim(),
@@ -235,6 +254,10 @@ Tensor renorm(const Tensor& a, double p, int64_t dim, double maxnorm) {
 
 Tensor quantile(const Tensor& a, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
                 const std::string& interpolation, bool ignore_nan) {
+  EMBER_TRACE(
+      "aten::quantile(Tensor self, Tensor q, int? dim, bool keepdim, str interpolation, bool "
+      "ignore_nan) -> Tensor",
+      quantile, a, q, dim, keepdim, interpolation, ignore_nan);
   const char* op = ignore_nan ? "nanquantile()" : "quantile()";
   EMBER_CHECK(a.numel() > 0, op, " input tensor must be non-empty");
   EMBER_CHECK(q.dim() <= 1, op, " q must be a scalar or 1D tensor");
@@ -312,6 +335,8 @@ Tensor quantile(const Tensor& a, const Tensor& q, std::optional<int64_t> dim, bo
 }
 
 Tensor take_along_dim(const Tensor& a, const Tensor& indices, std::optional<int64_t> dim) {
+  EMBER_TRACE("aten::take_along_dim(Tensor self, Tensor indices, int? dim) -> Tensor",
+              take_along_dim, a, indices, dim);
   EMBER_CHECK(indices.dtype() == DType::Int64,
               "ember.take_along_dim(): dtype of indices should be Long but got ",
               dtype_name(indices.dtype()));
@@ -339,6 +364,8 @@ Tensor take_along_dim(const Tensor& a, const Tensor& indices, std::optional<int6
 }
 
 Tensor bincount(const Tensor& a, const std::optional<Tensor>& weights, int64_t minlength) {
+  EMBER_TRACE("aten::bincount(Tensor self, Tensor? weights, int minlength) -> Tensor", bincount, a,
+              weights, minlength);
   EMBER_CHECK(a.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
   EMBER_CHECK(!is_floating(a.dtype()) && a.dtype() != DType::Bool,
               "\"bincount_cpu\" not implemented for '", dtype_name(a.dtype()), "'");
@@ -364,6 +391,8 @@ Tensor bincount(const Tensor& a, const std::optional<Tensor>& weights, int64_t m
 }
 
 Tensor histc(const Tensor& a, int64_t bins, double mn, double mx) {
+  EMBER_TRACE("aten::histc(Tensor self, int bins, float min, float max) -> Tensor", histc, a, bins,
+              mn, mx);
   EMBER_CHECK(is_floating(a.dtype()), "\"histogram_cpu\" not implemented for '",
               dtype_name(a.dtype()), "'");
   EMBER_CHECK(bins > 0, "ember.histc: bins must be > 0, but got ", bins, " for bins");
@@ -400,6 +429,7 @@ Tensor histc(const Tensor& a, int64_t bins, double mn, double mx) {
 namespace ember {
 
 Tensor nanmedian(const Tensor& a) {
+  EMBER_TRACE("aten::nanmedian(Tensor self) -> Tensor", nanmedian, a);
   EMBER_CHECK(a.numel() > 0, "nanmedian() input tensor cannot be empty");
   Tensor flat = reshape(a, Shape{-1});
   Tensor sorted = std::get<0>(sort(flat, 0));  // NaN sorts last
@@ -413,6 +443,8 @@ Tensor nanmedian(const Tensor& a) {
 }
 
 std::pair<Tensor, Tensor> nanmedian_dim(const Tensor& a, int64_t dim, bool keepdim) {
+  EMBER_TRACE("aten::nanmedian.dim(Tensor self, int dim, bool keepdim) -> (Tensor, Tensor)",
+              nanmedian_dim, a, dim, keepdim);
   if (a.dim() == 0) return {clone(a), zeros(Shape{}, DType::Int64, a.device())};
   dim = wrap_dim(dim, a.dim());
   EMBER_CHECK_INDEX(a.sizes()[dim] > 0, "nanmedian(): Expected reduction dim ", dim,
@@ -499,6 +531,7 @@ std::pair<Tensor, Tensor> histogram(const Tensor& a, const std::optional<Tensor>
 }
 
 Tensor matrix_exp(const Tensor& a) {
+  EMBER_TRACE("aten::matrix_exp(Tensor self) -> Tensor", matrix_exp, a);
   EMBER_CHECK(a.dim() >= 2 && a.sizes()[a.dim() - 1] == a.sizes()[a.dim() - 2],
               "linalg.matrix_exp: A must be batches of square matrices, but they are ",
               a.dim() >= 2 ? a.sizes()[a.dim() - 2] : 0, " by ",

@@ -1,5 +1,6 @@
 // cummax / cummin and mode (ops/surface_scan.h).
 #include "ember/ops/surface_scan.h"
+#include "ember/jit/trace_hook.h"
 
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
@@ -51,12 +52,18 @@ std::pair<Tensor, Tensor> cum_extreme(const Tensor& a, int64_t dim, bool is_max)
 
 }  // namespace
 
-std::pair<Tensor, Tensor> cummax(const Tensor& a, int64_t dim) { return cum_extreme(a, dim, true); }
+std::pair<Tensor, Tensor> cummax(const Tensor& a, int64_t dim) {
+  EMBER_TRACE("aten::cummax(Tensor self, int dim) -> (Tensor, Tensor)", cummax, a, dim);
+  return cum_extreme(a, dim, true);
+}
 std::pair<Tensor, Tensor> cummin(const Tensor& a, int64_t dim) {
+  EMBER_TRACE("aten::cummin(Tensor self, int dim) -> (Tensor, Tensor)", cummin, a, dim);
   return cum_extreme(a, dim, false);
 }
 
 std::pair<Tensor, Tensor> mode(const Tensor& a, int64_t dim, bool keepdim) {
+  EMBER_TRACE("aten::mode(Tensor self, int dim, bool keepdim) -> (Tensor, Tensor)", mode, a, dim,
+              keepdim);
   int64_t nd = std::max<int64_t>(a.dim(), 1);
   dim = wrap_dim(dim, nd);
   Tensor x = a.dim() == 0 ? reshape(a, Shape{1}) : a;
@@ -133,6 +140,10 @@ Tensor narrow_to(const Tensor& src, const Shape& sizes) {
 
 Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                       const std::string& reduce, bool include_self) {
+  EMBER_TRACE(
+      "aten::scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, bool "
+      "include_self) -> Tensor",
+      scatter_reduce, self, dim, index, src, reduce, include_self);
   const char* op = "scatter_reduce";
   ScatterReduce k = reduce_kind(reduce, op);
   EMBER_CHECK(index.dtype() == DType::Int64, op, "(): Expected dtype int64 for index, but got ",
@@ -239,6 +250,10 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
 
 Tensor index_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                     const std::string& reduce, bool include_self) {
+  EMBER_TRACE(
+      "aten::index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, bool "
+      "include_self) -> Tensor",
+      index_reduce, self, dim, index, source, reduce, include_self);
   EMBER_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
               "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got ",
               reduce, ".");

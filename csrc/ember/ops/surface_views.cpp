@@ -4,6 +4,7 @@
 
 #include "ember/autograd/functions.h"
 #include "ember/core/parallel.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -52,6 +53,9 @@ const Tensor& write_out(const Tensor& result, const Tensor& out, const char* op)
 // ---- allocation --------------------------------------------------------------------
 
 Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device) {
+  EMBER_TRACE(
+      "aten::empty_strided(int[] size, int[] strides, ScalarType dtype, Device device) -> Tensor",
+      empty_strided, sizes, strides, dtype, device);
   EMBER_CHECK(sizes.size() == strides.size(),
               "empty_strided: mismatch in length of strides and shape (", sizes.size(), " sizes, ",
               strides.size(), " strides)");
@@ -147,15 +151,20 @@ Tensor clone(const Tensor& a, MemoryFormat fmt) {
 
 // ---- views and shapes ------------------------------------------------------------------
 
-Tensor ravel(const Tensor& a) { return reshape(a, Shape{-1}); }
+Tensor ravel(const Tensor& a) {
+  EMBER_TRACE("aten::ravel(Tensor self) -> Tensor", ravel, a);
+  return reshape(a, Shape{-1});
+}
 
 Tensor mT(const Tensor& a) {
+  EMBER_TRACE("aten::mT(Tensor self) -> Tensor", mT, a);
   EMBER_CHECK(a.dim() >= 2, "tensor.mT is only supported on matrices or batches of matrices. Got ",
               a.dim(), "-D tensor.");
   return transpose(a, -2, -1);
 }
 
 Tensor adjoint(const Tensor& a) {
+  EMBER_TRACE("aten::adjoint(Tensor self) -> Tensor", adjoint, a);
   EMBER_CHECK(a.dim() >= 2,
               "tensor.adjoint() is only supported on matrices or batches of matrices. Got ",
               a.dim(), "-D tensor.");
@@ -163,6 +172,7 @@ Tensor adjoint(const Tensor& a) {
 }
 
 Tensor numpy_T(const Tensor& a) {
+  EMBER_TRACE("aten::numpy_T(Tensor self) -> Tensor", numpy_T, a);
   Shape dims;
   for (int64_t i = a.dim() - 1; i >= 0; --i) dims.push_back(i);
   return permute(a, dims);
@@ -182,6 +192,8 @@ static std::vector<Tensor> split_at(const Tensor& a, const std::vector<int64_t>&
 }
 
 std::vector<Tensor> tensor_split(const Tensor& a, int64_t sections, int64_t dim) {
+  EMBER_TRACE("aten::tensor_split.int_int(Tensor self, int sections, int dim) -> Tensor[]",
+              tensor_split, a, sections, dim);
   EMBER_CHECK(
       a.dim() > 0,
       "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
@@ -199,6 +211,8 @@ std::vector<Tensor> tensor_split(const Tensor& a, int64_t sections, int64_t dim)
 
 std::vector<Tensor> tensor_split(const Tensor& a, const std::vector<int64_t>& indices,
                                  int64_t dim) {
+  EMBER_TRACE("aten::tensor_split.intList_int(Tensor self, int[] indices, int dim) -> Tensor[]",
+              tensor_split, a, indices, dim);
   EMBER_CHECK(
       a.dim() > 0,
       "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
@@ -229,13 +243,19 @@ std::vector<Tensor> hvd_split(const Tensor& a, char which, const std::vector<int
 }
 
 Tensor narrow_copy(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  EMBER_TRACE("aten::narrow_copy(Tensor self, int dim, int start, int length) -> Tensor",
+              narrow_copy, a, dim, start, length);
   if (a.is_sparse()) return sparse_narrow_copy(a, dim, start, length);
   return clone(narrow(a, dim, start, length));
 }
 
-Tensor broadcast_to(const Tensor& a, const Shape& shape) { return expand(a, shape); }
+Tensor broadcast_to(const Tensor& a, const Shape& shape) {
+  EMBER_TRACE("aten::broadcast_to(Tensor self, int[] size) -> Tensor", broadcast_to, a, shape);
+  return expand(a, shape);
+}
 
 std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& ts) {
+  EMBER_TRACE("aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]", broadcast_tensors, ts);
   Shape shape;
   for (const Tensor& t : ts) {
     Shape s = t.sizes();
@@ -256,6 +276,7 @@ std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& ts) {
 }
 
 std::vector<Tensor> meshgrid(const std::vector<Tensor>& ts, const std::string& indexing) {
+  EMBER_TRACE("aten::meshgrid(Tensor[] tensors, str indexing) -> Tensor[]", meshgrid, ts, indexing);
   EMBER_CHECK(!ts.empty(), "ember.meshgrid: expects a non-empty TensorList");
   EMBER_CHECK(indexing == "ij" || indexing == "xy",
               "ember.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: ", indexing);
@@ -283,6 +304,7 @@ std::vector<Tensor> meshgrid(const std::vector<Tensor>& ts, const std::string& i
 }
 
 Tensor block_diag(const std::vector<Tensor>& ts) {
+  EMBER_TRACE("aten::block_diag(Tensor[] tensors) -> Tensor", block_diag, ts);
   int64_t rows = 0, cols = 0;
   DType dt = ts.empty() ? default_dtype() : ts[0].dtype();
   Device dev = ts.empty() ? Device() : ts[0].device();
@@ -316,6 +338,7 @@ Tensor block_diag(const std::vector<Tensor>& ts) {
 }
 
 Tensor cartesian_prod(const std::vector<Tensor>& ts) {
+  EMBER_TRACE("aten::cartesian_prod(Tensor[] tensors) -> Tensor", cartesian_prod, ts);
   for (const Tensor& t : ts)
     EMBER_CHECK(t.dim() == 1, "Expect a 1D vector, but got shape ", shape_str(t.sizes()));
   if (ts.size() == 1) return ts[0];
@@ -340,6 +363,8 @@ static int64_t combination_count(int64_t n, int64_t r, bool with_replacement) {
 }
 
 Tensor combinations(const Tensor& a, int64_t r, bool with_replacement) {
+  EMBER_TRACE("aten::combinations(Tensor self, int reduction, bool with_replacement) -> Tensor",
+              combinations, a, r, with_replacement);
   EMBER_CHECK(a.dim() == 1, "Expect a 1D vector, but got shape ", shape_str(a.sizes()));
   EMBER_CHECK(r >= 0, "Expect a non-negative number, but got ", r);
   if (r == 0) return empty(Shape{0}, a.dtype(), a.device());
@@ -373,6 +398,7 @@ Tensor combinations(const Tensor& a, int64_t r, bool with_replacement) {
 }
 
 Tensor rot90(const Tensor& a, int64_t k, const Shape& dims) {
+  EMBER_TRACE("aten::rot90(Tensor self, int k, int[] dim) -> Tensor", rot90, a, k, dims);
   EMBER_CHECK(dims.size() == 2, "expected total rotation dims == 2, but got dims = ", dims.size());
   EMBER_CHECK(a.dim() >= 2, "expected total dims >= 2, but got total dims = ", a.dim());
   int64_t d0 = wrap_dim(dims[0], a.dim()), d1 = wrap_dim(dims[1], a.dim());
@@ -450,13 +476,21 @@ static Tensor tri_indices(int64_t row, int64_t col, int64_t offset, DType dtype,
 }
 
 Tensor tril_indices(int64_t row, int64_t col, int64_t offset, DType dtype, Device device) {
+  EMBER_TRACE(
+      "aten::tril_indices(int row, int col, int offset, ScalarType dtype, Device device) -> Tensor",
+      tril_indices, row, col, offset, dtype, device);
   return tri_indices(row, col, offset, dtype, device, true);
 }
 Tensor triu_indices(int64_t row, int64_t col, int64_t offset, DType dtype, Device device) {
+  EMBER_TRACE(
+      "aten::triu_indices(int row, int col, int offset, ScalarType dtype, Device device) -> Tensor",
+      triu_indices, row, col, offset, dtype, device);
   return tri_indices(row, col, offset, dtype, device, false);
 }
 
 Tensor diag_embed(const Tensor& a, int64_t offset, int64_t dim1, int64_t dim2) {
+  EMBER_TRACE("aten::diag_embed(Tensor self, int offset, int dim1, int dim2) -> Tensor", diag_embed,
+              a, offset, dim1, dim2);
   int64_t nd = a.dim() + 1;
   dim1 = wrap_dim(dim1, nd);
   dim2 = wrap_dim(dim2, nd);
@@ -481,6 +515,7 @@ Tensor diag_embed(const Tensor& a, int64_t offset, int64_t dim1, int64_t dim2) {
 }
 
 Tensor diag(const Tensor& a, int64_t k) {
+  EMBER_TRACE("aten::diag(Tensor self, int k) -> Tensor", diag, a, k);
   EMBER_CHECK(a.dim() == 1 || a.dim() == 2, "diag(): Supports 1D or 2D tensors. Got ", a.dim(),
               "D");
   if (a.dim() == 1) return diag_embed(a, k, 0, 1);
@@ -488,10 +523,13 @@ Tensor diag(const Tensor& a, int64_t k) {
 }
 
 Tensor diagflat(const Tensor& a, int64_t offset) {
+  EMBER_TRACE("aten::diagflat(Tensor self, int offset) -> Tensor", diagflat, a, offset);
   return diag_embed(reshape(a, Shape{-1}), offset, 0, 1);
 }
 
 Tensor vander(const Tensor& x, std::optional<int64_t> n, bool increasing) {
+  EMBER_TRACE("aten::vander(Tensor self, int? n, bool increasing) -> Tensor", vander, x, n,
+              increasing);
   EMBER_CHECK(x.dim() == 1, "x must be a one-dimensional tensor.");
   int64_t N = n.value_or(x.numel());
   EMBER_CHECK(N >= 0, "N must be non-negative.");
@@ -507,6 +545,8 @@ Tensor vander(const Tensor& x, std::optional<int64_t> n, bool increasing) {
 }
 
 Tensor unfold(const Tensor& a, int64_t dim, int64_t size, int64_t step) {
+  EMBER_TRACE("aten::unfold(Tensor self, int dim, int size, int step) -> Tensor", unfold, a, dim,
+              size, step);
   int64_t nd = std::max<int64_t>(a.dim(), 1);
   dim = wrap_dim(dim, nd);
   int64_t len = a.dim() == 0 ? 1 : a.sizes()[dim];
@@ -569,6 +609,7 @@ Tensor sum_to_size_checked(const Tensor& a, const Shape& size) {
 }
 
 bool is_nonzero(const Tensor& a) {
+  EMBER_TRACE("aten::is_nonzero(Tensor self) -> bool", is_nonzero, a);
   EMBER_CHECK(a.numel() != 0, "Boolean value of Tensor with no values is ambiguous");
   EMBER_CHECK(a.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
   Tensor c = to_device(to_dtype(a, DType::Float64), Device());
@@ -591,6 +632,8 @@ static void diagonal_views(const Tensor& a, bool wrap, std::vector<Tensor>& out)
 }
 
 const Tensor& fill_diagonal_(const Tensor& a, Scalar value, bool wrap) {
+  EMBER_TRACE_MUTATES("aten::fill_diagonal_(Tensor self, Scalar value, bool wrap) -> Tensor",
+                      fill_diagonal_, a, value, wrap);
   EMBER_CHECK(a.dim() >= 2, "dimensions must larger than 1");
   int64_t h = a.sizes()[0];
   if (a.dim() > 2)
@@ -629,6 +672,7 @@ const Tensor& set_geometry_(const Tensor& a, const Tensor& v, const char* op) {
 }
 
 const Tensor& resize_(const Tensor& a, const Shape& sizes) {
+  EMBER_TRACE_MUTATES("aten::resize_(Tensor self, int[] size) -> Tensor", resize_, a, sizes);
   if (a.is_sparse()) raise_sparse_unsupported("resize_", a);
   EMBER_CHECK(!autograd::requires_grad(a), "cannot resize variables that require grad");
   for (int64_t s : sizes)

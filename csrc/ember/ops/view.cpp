@@ -1,4 +1,5 @@
 #include "ember/ops/view.h"
+#include "ember/jit/trace_hook.h"
 
 #include <algorithm>
 
@@ -72,6 +73,7 @@ static std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& ol
 }
 
 Tensor view(const Tensor& a, const Shape& shape) {
+  EMBER_TRACE("aten::view(Tensor self, int[] size) -> Tensor", view, a, shape);
   if (__builtin_expect(a.is_sparse(), 0)) raise_not_strided(a.layout(), "view");
   Shape s = infer_size(shape, a.numel());
   auto st = view_strides(a.sizes(), a.strides(), s);
@@ -105,6 +107,7 @@ Tensor unsafe_view(const Tensor& a, const Shape& shape) {
 }
 
 Tensor reshape(const Tensor& a, const Shape& shape) {
+  EMBER_TRACE("aten::reshape(Tensor self, int[] size) -> Tensor", reshape, a, shape);
   if (__builtin_expect(a.is_sparse(), 0)) raise_not_strided(a.layout(), "reshape");
   Shape s = infer_size(shape, a.numel());
   if (view_strides(a.sizes(), a.strides(), s)) return view(a, s);
@@ -112,6 +115,7 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
 }
 
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
+  EMBER_TRACE("aten::transpose(Tensor self, int dim0, int dim1) -> Tensor", transpose, a, d0, d1);
   if (__builtin_expect(a.is_sparse(), 0)) return sparse_transpose(a, d0, d1);
   int64_t n = a.dim();
   d0 = wrap_dim(d0, n);
@@ -128,6 +132,7 @@ Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
 }
 
 Tensor t(const Tensor& a) {
+  EMBER_TRACE("aten::t(Tensor self) -> Tensor", t, a);
   if (__builtin_expect(a.is_sparse(), 0)) {
     EMBER_CHECK(sparse_dim(a) <= 2 && dense_dim(a) == 0,
                 "t() expects a tensor with <= 2 sparse and 0 dense dimensions, but got ",
@@ -146,6 +151,7 @@ Tensor t(const Tensor& a) {
 }
 
 Tensor permute(const Tensor& a, const Shape& dims) {
+  EMBER_TRACE("aten::permute(Tensor self, int[] dim) -> Tensor", permute, a, dims);
   int64_t n = a.dim();
   EMBER_CHECK(int64_t(dims.size()) == n,
               "permute(sparse_coo): number of dimensions in the tensor input "
@@ -177,6 +183,7 @@ static Tensor reshape_view(const char* name, const Tensor& a, const Shape& sz, c
 }
 
 Tensor squeeze(const Tensor& a) {
+  EMBER_TRACE("aten::squeeze.default(Tensor self) -> Tensor", squeeze, a);
   Shape sz, st;
   for (int64_t i = 0; i < a.dim(); ++i)
     if (a.sizes()[i] != 1) {
@@ -187,6 +194,7 @@ Tensor squeeze(const Tensor& a) {
 }
 
 Tensor squeeze(const Tensor& a, const Shape& dims) {
+  EMBER_TRACE("aten::squeeze.intList(Tensor self, int[] dim) -> Tensor", squeeze, a, dims);
   int64_t n = a.dim();
   SmallVec<bool, 8> drop(size_t(std::max<int64_t>(n, 1)), false);
   for (int64_t d : dims) {
@@ -203,6 +211,7 @@ Tensor squeeze(const Tensor& a, const Shape& dims) {
 }
 
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
+  EMBER_TRACE("aten::unsqueeze(Tensor self, int dim) -> Tensor", unsqueeze, a, dim);
   int64_t n = a.dim();
   dim = wrap_dim(dim, n + 1);
   Shape sz = a.sizes(), st = a.strides();
@@ -213,6 +222,7 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) {
 }
 
 Tensor expand(const Tensor& a, const Shape& sizes) {
+  EMBER_TRACE("aten::expand(Tensor self, int[] size) -> Tensor", expand, a, sizes);
   int64_t nd = int64_t(sizes.size()), td = a.dim();
   EMBER_CHECK(nd >= td, "expand(", legacy_type_name(a.dtype()), "{", shape_str(a.sizes()),
               "}, size=", shape_str(sizes), "): the number of sizes provided (", nd,
@@ -252,6 +262,8 @@ static Tensor region_view(const char* name, const Tensor& a, const Tensor& out,
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  EMBER_TRACE("aten::narrow(Tensor self, int dim, int start, int length) -> Tensor", narrow, a, dim,
+              start, length);
   EMBER_CHECK(a.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
   dim = wrap_dim(dim, a.dim());
   int64_t size = a.sizes()[dim];
@@ -272,6 +284,7 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
 }
 
 Tensor select(const Tensor& a, int64_t dim, int64_t index) {
+  EMBER_TRACE("aten::select(Tensor self, int dim, int index) -> Tensor", select, a, dim, index);
   EMBER_CHECK_INDEX(a.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
   dim = wrap_dim(dim, a.dim());
   int64_t size = a.sizes()[dim];
@@ -289,6 +302,8 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index) {
 
 Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
              std::optional<int64_t> end_opt, int64_t step) {
+  EMBER_TRACE("aten::slice(Tensor self, int dim, int? start, int? end, int step) -> Tensor", slice,
+              a, dim, start_opt, end_opt, step);
   EMBER_CHECK_INDEX(a.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
   EMBER_CHECK_VALUE(step > 0, "step must be greater than zero");
   dim = wrap_dim(dim, a.dim());
@@ -309,6 +324,8 @@ Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start_opt,
 }
 
 Tensor diagonal(const Tensor& a, int64_t offset, int64_t d1, int64_t d2) {
+  EMBER_TRACE("aten::diagonal(Tensor self, int offset, int dim1, int d2) -> Tensor", diagonal, a,
+              offset, d1, d2);
   int64_t n = a.dim();
   // Dims are checked first (IndexError), as PyTorch; on < 2 dims any valid pair is identical.
   d1 = wrap_dim(d1, n);
@@ -337,6 +354,7 @@ Tensor diagonal(const Tensor& a, int64_t offset, int64_t d1, int64_t d2) {
 }
 
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
+  EMBER_TRACE("aten::unbind(Tensor self, int dim) -> Tensor[]", unbind, a, dim);
   EMBER_CHECK_INDEX(a.dim() > 0, "Dimension specified as 0 but tensor has no dimensions");
   dim = wrap_dim(dim, a.dim());
   std::vector<Tensor> out;
@@ -390,6 +408,8 @@ static std::vector<Tensor> split_pieces(const char* name, const Tensor& a, const
 }
 
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
+  EMBER_TRACE("aten::split(Tensor self, int split_size, int dim) -> Tensor[]", split, a, split_size,
+              dim);
   EMBER_CHECK(a.dim() > 0, "split expects at least a 1-dimensional tensor");
   EMBER_CHECK(split_size >= 0,
               "split expects split_size be non-negative, but got split_size=", split_size);
@@ -406,6 +426,8 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
 }
 
 std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& sizes, int64_t dim) {
+  EMBER_TRACE("aten::split_with_sizes(Tensor self, int[] size, int dim) -> Tensor[]",
+              split_with_sizes, a, sizes, dim);
   EMBER_CHECK(a.dim() > 0, "split expects at least a 1-dimensional tensor");
   dim = wrap_dim(dim, a.dim());
   int64_t total = 0;
@@ -422,6 +444,7 @@ std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& sizes, int64_
 }
 
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
+  EMBER_TRACE("aten::chunk(Tensor self, int chunks, int dim) -> Tensor[]", chunk, a, chunks, dim);
   EMBER_CHECK(a.dim() > 0, "chunk expects at least a 1-dimensional tensor");
   EMBER_CHECK(chunks > 0, "chunk expects `chunks` to be greater than 0, got: ", chunks);
   dim = wrap_dim(dim, a.dim());
@@ -436,6 +459,7 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
 }
 
 Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
+  EMBER_TRACE("aten::flatten(Tensor self, int start, int end) -> Tensor", flatten, a, start, end);
   int64_t n = a.dim();
   start = wrap_dim(start, n);
   end = wrap_dim(end, n);
@@ -452,6 +476,8 @@ Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
 }
 
 Tensor unflatten(const Tensor& a, int64_t dim, const Shape& sizes) {
+  EMBER_TRACE("aten::unflatten(Tensor self, int dim, int[] size) -> Tensor", unflatten, a, dim,
+              sizes);
   EMBER_CHECK_INDEX(a.dim() > 0, "Dimension specified as ", dim,
                     " but tensor has no dimensions (unflatten of a 0-dim tensor)");
   dim = wrap_dim(dim, a.dim());
@@ -466,6 +492,8 @@ Tensor unflatten(const Tensor& a, int64_t dim, const Shape& sizes) {
 
 Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides,
                   std::optional<int64_t> offset) {
+  EMBER_TRACE("aten::as_strided(Tensor self, int[] size, int[] strides, int? offset) -> Tensor",
+              as_strided, a, sizes, strides, offset);
   EMBER_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape");
   for (int64_t s : sizes) EMBER_CHECK(s >= 0, "as_strided: negative size ", s);
   Tensor out = make_view(a, sizes, strides, offset.value_or(a.storage_offset()));
@@ -481,6 +509,7 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides,
 }
 
 Tensor movedim(const Tensor& a, const Shape& src, const Shape& dst) {
+  EMBER_TRACE("aten::movedim(Tensor self, int[] src, int[] dst) -> Tensor", movedim, a, src, dst);
   int64_t n = a.dim();
   EMBER_CHECK(src.size() == dst.size(), "movedim: Invalid source or destination dims: source (",
               shape_str(src), " dims) should contain the same number of dims as destination (",
@@ -508,6 +537,7 @@ Tensor movedim(const Tensor& a, const Shape& src, const Shape& dst) {
 }
 
 Tensor alias(const Tensor& a, bool share_version) {
+  EMBER_TRACE("aten::alias(Tensor self, bool share_version) -> Tensor", alias, a, share_version);
   Tensor v = make_view(a, a.sizes(), a.strides(), a.storage_offset());
   if (!share_version) v.impl()->version = std::make_shared<VersionCounter>();
   return v;

@@ -154,6 +154,7 @@ void init_amp(py::module_& m);          // python/amp.cpp: autocast state and Gr
 void init_distributed(py::module_& m);  // python/distributed.cpp: stores, process groups
 void init_ddp(py::module_& m);          // python/ddp.cpp: the DDP reducer
 void init_sparse(py::module_& m);       // python/sparse.cpp: sparse COO tensors
+void init_jit(py::module_& m);          // python/jit.cpp: ember.jit's graphs, tracer and archives
 
 /// True (and sets `out`) when `h` is an ember Tensor.
 bool as_tensor(py::handle h, Tensor*& out);

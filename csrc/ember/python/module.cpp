@@ -131,6 +131,7 @@ PYBIND11_MODULE(_C, m) {
   init_lapack(m);
   init_profiler(m);
   init_amp(m);
+  init_jit(m);
   init_sparse(m);
   init_distributed(m);  // registers its error translator after the main one: tried first
   init_ddp(m);

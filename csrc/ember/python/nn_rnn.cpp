@@ -82,8 +82,7 @@ py::object rnn_cell(RnnMode mode, const char* op, const Tensor& input, py::handl
   Tensor h, c;
   hidden_arg(mode, hx, op, h, c);
   EMBER_CHECK(input.dim() == 2, op, ": expected a 2-D input, got ", input.dim(), "-D");
-  RnnWeights w{w_ih, w_hh, opt(b_ih), opt(b_hh), Tensor()};
-  auto r = rnn_layer(mode, input, {input.size(0)}, h, c, w, false);
+  auto r = rnn_cell(mode, input, h, c, w_ih, w_hh, opt(b_ih), opt(b_hh));
   if (mode == RnnMode::Lstm) return py::make_tuple(wrap(r[1]), wrap(r[2]));
   return wrap(r[1]);
 }

@@ -16,7 +16,7 @@ def _to_numpy(x):
     if isinstance(x, _C.Tensor):
         if x.dtype in (_C.bfloat16, _C.float16):
             x = x.to(_C.float32)
-        return np.asarray(x.cpu().numpy())
+        return np.asarray(x.detach().cpu().numpy())
     return np.asarray(x)
 
 

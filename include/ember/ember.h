@@ -1,0 +1,23 @@
+// ember's C++ API: tensors, the op front-ends and autograd, for programs that link
+// libember_core (find_package(Ember) and target_link_libraries(app Ember::ember)).
+#pragma once
+#include "ember/api/api.h"
+#include "ember/autograd/engine.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/autograd/node.h"
+#include "ember/core/device.h"
+#include "ember/core/dtype.h"
+#include "ember/core/error.h"
+#include "ember/core/scalar.h"
+#include "ember/core/tensor.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/linalg.h"
+#include "ember/ops/nn_activation.h"
+#include "ember/ops/nn_conv.h"
+#include "ember/ops/nn_misc.h"
+#include "ember/ops/nn_norm.h"
+#include "ember/ops/nn_pool.h"
+#include "ember/ops/ops.h"
+#include "ember/ops/random.h"
+#include "ember/ops/reduce.h"
+#include "ember/ops/view.h"
