@@ -340,3 +340,36 @@ def test_chunked_cross_entropy_compiled_method():
     expected.backward()
     ember.testing.assert_close(out, expected)
     ember.testing.assert_close(g, logits.grad)
+
+
+@needs_cc
+def test_reductions_fuse_with_their_producers_and_consumers():
+    def attn(x, m):
+        a = (x * 0.125).masked_fill(m, float("-inf"))
+        return ember.softmax(a, -1) * 2, ember.log_softmax(x.half(), dim=-1).float() + 1
+
+    def norm(x):
+        c = x - x.mean(-1, keepdim=True)
+        return (c * c).sum(-1), ember.logsumexp(x * 3, dim=[1]) - 1, (x.exp() + 1).amax(-1)
+
+    x = ember.randn(6, 33)
+    m = ember.rand(6, 33) > 0.7
+    for fn, args in ((attn, (x, m)), (norm, (x,)), (norm, (x.t().contiguous().t(),))):
+        c = ember.compile(fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = c(*args)
+        for g, e in zip(got, fn(*args)):
+            assert g.shape == e.shape and g.dtype == e.dtype
+            ember.testing.assert_close(g, e, rtol=2e-6, atol=2e-6)
+        (entry,) = _entries(c)
+        assert entry.kernels and any(k.prog.red is not None for k in entry.kernels)
+        assert "aten::softmax" not in entry.graph_text and "aten::amax" not in entry.graph_text
+    # where a gradient flows, reductions stay eager ops (their own backward)
+    xg = x.clone().requires_grad_()
+    c = ember.compile(attn)
+    out = _quiet(c, xg, m)
+    out[0].sum().backward()
+    ref = xg.detach().clone().requires_grad_()
+    attn(ref, m)[0].sum().backward()
+    ember.testing.assert_close(xg.grad, ref.grad)

@@ -268,6 +268,9 @@ class _Compiled:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", _trace.TracerWarning)
             g, _, _ = _trace._run_traced(flat, tuple(tensors))
+        paths = [leaf[0] for leaf in leaves if leaf[1] == "T"]
+        for v, path in zip(g.inputs(), paths):
+            v.set_name(_safe(path).strip("_") or "x")
         _C._jit_pass_optimize(g)
         _log.graph(f"traced graph of {self.name}:\n{g}")
         grad = _C.is_grad_enabled()

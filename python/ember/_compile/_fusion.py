@@ -263,7 +263,7 @@ def find_groups(graph, rg_values):
             mine = {v for kind, v in operands if kind == "t"}
             for g in reversed(groups):
                 if g.shape == shape and not getattr(g, "closed", False) and \
-                        not (is_red and g.reduction is not None) and any(
+                        g.reduction is None and any(
                         i in mine for m in g.nodes for i in m.inputs()):
                     cands.append(g)
                     break

@@ -115,15 +115,14 @@ def fuse_graph(graph, input_requires_grad, fn_name="fn"):
     groups = _fusion.find_groups(graph, rg)
     kernels = []
     outputs = set(graph.outputs())
-    for gi, g in enumerate(groups):
+    # programs first, while every value still has its recorded dtype and sizes; a group
+    # that reads another group's result gets the replacing value at rewrite time
+    progs = [_codegen.Program(g, _fusion._tensor_info) for g in groups]
+    replaced = {}
+    for gi, (g, prog) in enumerate(zip(groups, progs)):
         nodes = graph.nodes()
         pos = {n: i for i, n in enumerate(nodes)}
         members = set(g.nodes)
-
-        def shape_of(v):
-            info = _fusion._tensor_info(v)
-            return info
-        prog = _codegen.Program(g, shape_of)
         out_values = []
         for n in g.nodes:
             v = n.output(0)
@@ -133,7 +132,7 @@ def fuse_graph(graph, input_requires_grad, fn_name="fn"):
                 prog.outputs.append(prog.val_index[v])
         if not out_values:
             continue
-        in_values = [v for v, _, _ in prog.inputs]
+        in_values = [replaced.get(v, v) for v, _, _ in prog.inputs]
         earliest = max([pos.get(v.node(), -1) for v in in_values] + [-1])
         users = [pos.get(u, len(nodes)) for v in out_values for u, _ in v.uses()
                  if u not in members]
@@ -157,6 +156,7 @@ def fuse_graph(graph, input_requires_grad, fn_name="fn"):
         for k, v in enumerate(out_values):
             unp.output(k).set_type("Tensor")
             v.replace_all_uses_with(unp.output(k))
+            replaced[v] = unp.output(k)
         for n in reversed(g.nodes):
             n.destroy()
         _log.fusion(f"{fn_name}: fusion group {gi} ({kernel.path or 'cached'}): "
