@@ -21,13 +21,18 @@ import math
 from . import _ops
 
 PRELUDE = """#include <cmath>
-#include <cstdint>
+@VECTOR_MATH@#include <cstdint>
 #include <limits>
 #include "ember/kernels/functors.h"
 using ember::opmath_t;
 template <typename To, typename From>
 static inline opmath_t<To> cv(From x) { return opmath_t<To>(To(x)); }
 """
+
+
+def prelude():
+    from . import _toolchain
+    return PRELUDE.replace("@VECTOR_MATH@", _toolchain.vector_math())
 
 
 def ctype(dt):
@@ -175,7 +180,7 @@ class Program:
 
         def x_of(regs):
             return f"cv<{cc}>({regs[refs[0]]})" if refs[0][0] != "c" else literal(refs[0][1])
-        src = [PRELUDE, 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
+        src = [prelude(), 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
                "int64_t begin, int64_t end) {"]
         src += ["  " + d for d in decls]
         src.append(f"  const int64_t* sz = meta + 2; const int64_t* st = meta + 2 + {nd};")
@@ -273,7 +278,7 @@ class Program:
     def _kernel(self, n_in, ptr_decls, body_fn, nops):
         """The ember_kernel function around `body_fn(idx)` -> lines."""
         nd = len(self.shape)
-        src = [PRELUDE, 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
+        src = [prelude(), 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
                "int64_t begin, int64_t end) {"]
         src += ["  " + d for d in ptr_decls]
         flat_idx = self.flat_index

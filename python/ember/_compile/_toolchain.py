@@ -68,6 +68,40 @@ def compiler():
     return path
 
 
+_MVEC_UNARY = ("cos", "sin", "tan", "acos", "asin", "atan", "cosh", "sinh", "tanh", "acosh",
+               "asinh", "atanh", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10",
+               "log1p", "erf", "erfc", "cbrt")
+_MVEC_BINARY = ("pow", "atan2", "hypot")
+
+
+def vector_math():
+    """Declarations that let GCC vectorize the flat loop's libm calls through glibc's
+    libmvec (its simd variants, as -ffast-math would declare them, without -ffast-math's
+    other effects: NaN and signed-zero semantics stay exact; libmvec's results are within
+    4 ulp). Empty where the compiler is not GCC or glibc is older than 2.35 (tanh)."""
+    compiler()
+    if not _compiler_id or "clang" in _compiler_id.lower() or not any(
+            s in _compiler_id for s in ("g++", "GCC", "c++")):
+        return ""
+    try:
+        ver = os.confstr("CS_GNU_LIBC_VERSION") or ""
+        major, minor = (int(x) for x in ver.split()[-1].split(".")[:2])
+    except (ValueError, OSError, IndexError):
+        return ""
+    import ctypes.util
+    if (major, minor) < (2, 35) or not ctypes.util.find_library("mvec"):
+        return ""
+    d = ['extern "C" {']
+    for f in _MVEC_UNARY:
+        d.append(f'__attribute__((__simd__("notinbranch"))) float {f}f(float) noexcept;')
+        d.append(f'__attribute__((__simd__("notinbranch"))) double {f}(double) noexcept;')
+    for f in _MVEC_BINARY:
+        d.append(f'__attribute__((__simd__("notinbranch"))) float {f}f(float, float) noexcept;')
+        d.append(f'__attribute__((__simd__("notinbranch"))) double {f}(double, double) noexcept;')
+    d.append("}")
+    return "\n".join(d) + "\n"
+
+
 def _headers_hash():
     global _header_hash
     if _header_hash is None:
@@ -109,7 +143,8 @@ def load(source, log=None):
             os.replace(src + ".tmp", src)
             fd, tmp = tempfile.mkstemp(suffix=".so", dir=d)
             os.close(fd)
-            cmd = [cc, *FLAGS, "-I", include_dir(), src, "-o", tmp]
+            libs = ["-lmvec"] if "__simd__" in source else []
+            cmd = [cc, *FLAGS, "-I", include_dir(), src, "-o", tmp, *libs]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 os.unlink(tmp)
