@@ -365,7 +365,7 @@ def test_reductions_fuse_with_their_producers_and_consumers():
         (entry,) = _entries(c)
         assert entry.kernels and any(k.prog.red is not None for k in entry.kernels)
         assert "aten::softmax" not in entry.graph_text and "aten::amax" not in entry.graph_text
-    # where a gradient flows, reductions stay eager ops (their own backward)
+    # training through the fused softmax: gradients equal eager
     xg = x.clone().requires_grad_()
     c = ember.compile(attn)
     out = _quiet(c, xg, m)
@@ -373,3 +373,24 @@ def test_reductions_fuse_with_their_producers_and_consumers():
     ref = xg.detach().clone().requires_grad_()
     attn(ref, m)[0].sum().backward()
     ember.testing.assert_close(xg.grad, ref.grad)
+
+
+@needs_cc
+def test_gradcheck_through_fused_reductions():
+    def attn(x, m, w):
+        a = (x * w).masked_fill(m, float("-inf"))
+        return ember.softmax(a, -1) * w, ember.log_softmax(x.sin(), -1).exp()
+
+    def norm(x, w):
+        c = x - x.mean(-1, keepdim=True)
+        return (c * c * w).sum(-1), ember.logsumexp(x * w, dim=[1]) - 1
+
+    x = ember.randn(4, 7, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(7, dtype=ember.float64, requires_grad=True)  # broadcast
+    m = ember.rand(4, 7) > 0.7
+    m[:, 0] = False
+    for fn, args in ((attn, (x, m, w)), (norm, (x, w))):
+        c = ember.compile(fn)
+        assert ember.autograd.gradcheck(lambda *a: _quiet(c, *a), args)
+        entry = _entries(c)[0]  # the first call: gradients flow
+        assert any(k.prog.red is not None for k in entry.kernels), entry.graph_text

@@ -159,32 +159,14 @@ class Program:
             return []
         return [j for j, s in enumerate(self.outputs) if s == R]
 
-    def row_source(self):
-        """A kernel over rows (the last dimension) for a group with a reduction."""
-        R = self.red
-        od, op, refs, cd = self.steps[R]
-        name = op["name"]
-        n_in, nd = len(self.inputs), len(self.shape)
-        nops = n_in + len(self.outputs)
-        cc = ctype(cd)
-        acc = "double" if name in ("sum", "mean") else f"opmath_t<{cc}>"
-        decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"
-                 for k, (_, dt, _) in enumerate(self.inputs)]
-        decls += [f"{ctype(self.steps[s][0])}* __restrict__ out{j} = "
-                  f"({ctype(self.steps[s][0])}*)p[{n_in + j}];"
-                  for j, s in enumerate(self.outputs)]
-        last = nd - 1
-
-        def idx(k):
-            return f"off[{k}] + j * st[{k} * {nd} + {last}]"
-
-        def x_of(regs):
-            return f"cv<{cc}>({regs[refs[0]]})" if refs[0][0] != "c" else literal(refs[0][1])
+    def _row_head(self, decls, nops):
+        """The kernel's start: pointers, then per row its operand offsets."""
+        nd = len(self.shape)
         src = [prelude(), 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
                "int64_t begin, int64_t end) {"]
         src += ["  " + d for d in decls]
         src.append(f"  const int64_t* sz = meta + 2; const int64_t* st = meta + 2 + {nd};")
-        src.append(f"  const int64_t L = sz[{last}];")
+        src.append(f"  const int64_t L = sz[{nd - 1}];")
         src.append("  for (int64_t r = begin; r < end; ++r) {")
         src.append(f"    int64_t off[{nops}] = {{0}};")
         src.append("    int64_t rem = r;")
@@ -192,10 +174,27 @@ class Program:
         src.append("      const int64_t c = rem % sz[d]; rem /= sz[d];")
         src.append(f"      for (int k = 0; k < {nops}; ++k) off[k] += c * st[k * {nd} + d];")
         src.append("    }")
-        init = {"amax": f"-std::numeric_limits<opmath_t<{cc}>>::infinity()",
-                "softmax": f"-std::numeric_limits<opmath_t<{cc}>>::infinity()",
-                "log_softmax": f"-std::numeric_limits<opmath_t<{cc}>>::infinity()",
-                "logsumexp": f"-std::numeric_limits<opmath_t<{cc}>>::infinity()"}.get(name, "0")
+        return src
+
+    def _row_idx(self, k):
+        nd = len(self.shape)
+        return f"off[{k}] + j * st[{k} * {nd} + {nd - 1}]"
+
+    def _row_stats(self):
+        """Lines (inside the row loop) computing the reduction's row statistics, and
+        red_expr for the reduction step's value inside a later pass."""
+        R = self.red
+        od, op, refs, cd = self.steps[R]
+        name = op["name"]
+        cc = ctype(cd)
+        acc = "double" if name in ("sum", "mean") else f"opmath_t<{cc}>"
+        idx = self._row_idx
+
+        def x_of(regs):
+            return f"cv<{cc}>({regs[refs[0]]})" if refs[0][0] != "c" else literal(refs[0][1])
+        src = []
+        init = "0" if name in ("sum", "mean") else \
+            f"-std::numeric_limits<opmath_t<{cc}>>::infinity()"
         src.append(f"    {acc} acc = {init};")
         src.append("    for (int64_t j = 0; j < L; ++j) {")
         body, regs = self.forward_body(idx, upto=R)
@@ -226,6 +225,23 @@ class Program:
             if name == "log_softmax":
                 return f"cv<{ctype(od)}>({x} - sh - std::log(se))"
             return "vrow"
+        return src, red_expr, x_of
+
+    def row_source(self):
+        """A kernel over rows (the last dimension) for a group with a reduction."""
+        R = self.red
+        od = self.steps[R][0]
+        n_in = len(self.inputs)
+        nops = n_in + len(self.outputs)
+        decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"
+                 for k, (_, dt, _) in enumerate(self.inputs)]
+        decls += [f"{ctype(self.steps[s][0])}* __restrict__ out{j} = "
+                  f"({ctype(self.steps[s][0])}*)p[{n_in + j}];"
+                  for j, s in enumerate(self.outputs)]
+        idx = self._row_idx
+        src = self._row_head(decls, nops)
+        stats, red_expr, _ = self._row_stats()
+        src += stats
         row_outs = set(self.row_outputs())
         full_outs = [j for j in range(len(self.outputs)) if j not in row_outs]
         if full_outs:
@@ -238,6 +254,86 @@ class Program:
             src.append("    }")
         for j in row_outs:
             src.append(f"    out{j}[off[{n_in + j}]] = {ctype(od)}(vrow);")
+        src.append("  }")
+        src.append("}")
+        return "\n".join(src) + "\n"
+
+    def row_backward_source(self, grad_inputs):
+        """The backward of a row group (Note [Fused backward]): per row the forward's
+        statistics, a pass that runs the backward of the steps after the reduction and
+        reduces what the reduction's backward needs (softmax: sum(g*y); log_softmax and
+        sum-type: sum(g)), then a pass through every step's backward."""
+        R = self.red
+        od, op, refs, cd = self.steps[R]
+        name = op["name"]
+        cc = ctype(cd)
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        nops = n_in + n_out + len(grad_inputs)
+        decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"
+                 for k, (_, dt, _) in enumerate(self.inputs)]
+        decls += [f"const {ctype(self.steps[s][0])}* __restrict__ gout{j} = "
+                  f"(const {ctype(self.steps[s][0])}*)p[{n_in + j}];"
+                  for j, s in enumerate(self.outputs)]
+        decls += [f"{ctype(self.inputs[k][1])}* __restrict__ gin{j} = "
+                  f"({ctype(self.inputs[k][1])}*)p[{n_in + n_out + j}];"
+                  for j, k in enumerate(grad_inputs)]
+        idx = self._row_idx
+        src = self._row_head(decls, nops)
+        stats, red_expr, x_of = self._row_stats()
+        src += stats
+        row_outs = set(self.row_outputs())
+
+        def adjoint_pass(through_all):
+            body, regs = self.forward_body(idx, red_expr=red_expr)
+            adj = {}
+            for s_, (o, _, _, _) in enumerate(self.steps):
+                if o in _ops.FLOATING and (through_all or s_ >= R):
+                    adj[("s", s_)] = f"g{s_}"
+                    body.append(f"opmath_t<{ctype(o)}> g{s_} = 0;")
+            if through_all:
+                for k, (_, dt, _) in enumerate(self.inputs):
+                    if dt in _ops.FLOATING:
+                        adj[("i", k)] = f"gi{k}"
+                        body.append(f"opmath_t<{ctype(dt)}> gi{k} = 0;")
+            for j, s_ in enumerate(self.outputs):
+                if ("s", s_) in adj and j not in row_outs:
+                    body.append(f"g{s_} += opmath_t<{ctype(self.steps[s_][0])}>"
+                                f"(gout{j}[{idx(n_in + j)}]);")
+            for s_ in reversed(range(R + 1, len(self.steps))):
+                if ("s", s_) in adj:
+                    body += self._backward_step(s_, regs, adj)
+            return body, regs, adj
+        # pass A: what the reduction's backward needs from the whole row
+        src.append(f"    opmath_t<{cc}> red_g = 0;")
+        src.append("    for (int64_t j = 0; j < L; ++j) {")
+        body, regs, adj = adjoint_pass(False)
+        src += ["      " + ln for ln in body]
+        if name == "softmax":
+            src.append(f"      red_g += opmath_t<{cc}>(g{R}) * cv<{cc}>(v{R});")
+        else:
+            src.append(f"      red_g += opmath_t<{cc}>(g{R});")
+        src.append("    }")
+        for j in row_outs:
+            src.append(f"    red_g += opmath_t<{cc}>(gout{j}[off[{n_in + j}]]);")
+        # pass B: every step's backward
+        src.append("    for (int64_t j = 0; j < L; ++j) {")
+        body, regs, adj = adjoint_pass(True)
+        x = x_of(regs)
+        gR = f"opmath_t<{cc}>(g{R})"
+        gx = {"softmax": f"cv<{cc}>(v{R}) * ({gR} - red_g)",
+              "log_softmax": f"{gR} - std::exp(cv<{cc}>(v{R})) * red_g",
+              "sum": "red_g", "mean": "red_g / opmath_t<" + cc + ">(L)",
+              "logsumexp": f"red_g * std::exp({x} - cv<{cc}>(vrow))"}[name]
+        if refs[0] in adj:
+            body.append(f"{adj[refs[0]]} += decltype({adj[refs[0]]})({gx});")
+        for s_ in reversed(range(R)):
+            if ("s", s_) in adj:
+                body += self._backward_step(s_, regs, adj)
+        for j, k in enumerate(grad_inputs):
+            dt = self.inputs[k][1]
+            body.append(f"gin{j}[{idx(n_in + n_out + j)}] = {ctype(dt)}(gi{k});")
+        src += ["      " + ln for ln in body]
+        src.append("    }")
         src.append("  }")
         src.append("}")
         return "\n".join(src) + "\n"
@@ -351,6 +447,8 @@ class Program:
     def backward_source(self, grad_inputs):
         """Operands: inputs, one grad per output (dtype of that output), then one result
         per input index in `grad_inputs` (dtype of that input, iteration shape)."""
+        if self.red is not None:
+            return self.row_backward_source(grad_inputs)
         self._scalar = self.scalar_flags() + [False] * (len(self.outputs) + len(grad_inputs))
         n_in, n_out = len(self.inputs), len(self.outputs)
         decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"

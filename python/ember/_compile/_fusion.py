@@ -122,7 +122,7 @@ def describe(node, requires_grad):
                 return None
         op = {"kind": "cast", "name": "cast"}
         args = [x]
-    if op is None and base in REDUCTIONS and not requires_grad:
+    if op is None and base in REDUCTIONS and not (requires_grad and base == "amax"):
         return _describe_reduction(node, base, ins, out)
     if op is None:
         return None
@@ -168,8 +168,8 @@ def describe(node, requires_grad):
 # unary ops whose result is not floating never need a rule (predicates)
 UNARY_NO_GRAD_OK = {}
 
-# Reductions over the last dimension that a group can hold (forward only: where a
-# gradient flows they stay eager ops with their own backward).
+# Reductions over the last dimension that a group can hold (amax only where no gradient
+# flows: its backward splits ties, which a row kernel does not do yet).
 REDUCTIONS = ("softmax", "log_softmax", "sum", "mean", "amax", "logsumexp")
 
 

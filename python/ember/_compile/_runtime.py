@@ -98,7 +98,14 @@ class _FusedFunction(Function):
                 g = ember.zeros([], dtype=d)
             gouts.append(g)
         gins = [ember.empty(shape, dtype=inputs[k].dtype) for k in need]
-        _C._compile_run(h, list(inputs) + gouts + gins, shape, flags, 0, GRAIN)
+        if kernel.prog.red is None:
+            _C._compile_run(h, list(inputs) + gouts + gins, shape, flags, 0, GRAIN)
+        else:
+            row_outs = set(kernel.prog.row_outputs())
+            gouts = [g.reshape(shape[:-1] + [1]) if j in row_outs and g.numel() > 1 else g
+                     for j, g in enumerate(gouts)]
+            _C._compile_run(h, list(inputs) + gouts + gins, shape, [False] * len(flags), 1,
+                            max(1, GRAIN // max(1, shape[-1])))
         for k, g in zip(need, gins):
             if list(g.shape) != list(inputs[k].shape):
                 g = g.sum_to_size(inputs[k].shape)
