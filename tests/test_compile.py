@@ -394,3 +394,28 @@ def test_gradcheck_through_fused_reductions():
         assert ember.autograd.gradcheck(lambda *a: _quiet(c, *a), args)
         entry = _entries(c)[0]  # the first call: gradients flow
         assert any(k.prog.red is not None for k in entry.kernels), entry.graph_text
+
+
+def test_backend_eager_traces_without_fusing():
+    c = ember.compile(ratio_iou, backend="eager")
+    xs = [ember.rand(3, 4) + 0.1 for _ in range(8)]
+    ember.testing.assert_close(_quiet(c, *xs), ratio_iou(*xs))
+    (e,) = _entries(c)
+    assert not e.kernels and "aten::maximum" in e.graph_text
+    with pytest.raises(ValueError, match="unknown backend"):
+        ember.compile(ratio_iou, backend="tvm")
+
+
+def test_autocast_state_is_part_of_the_signature():
+    def f(a, b):
+        return (a @ b).relu() + 1
+    a, b = ember.randn(4, 4), ember.randn(4, 4)
+    c = ember.compile(f)
+    _quiet(c, a, b)
+    with pytest.warns(UserWarning, match=r"autocast\('cpu'\) was off, now on"):
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            out = c(a, b)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        expected = f(a, b)
+    assert out.dtype == expected.dtype
+    ember.testing.assert_close(out, expected)

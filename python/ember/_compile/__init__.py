@@ -103,8 +103,8 @@ def _dyn_leaf(leaf):
 
 
 def _state(module):
-    from .. import is_autocast_enabled
-    st = (bool(_C.is_grad_enabled()), bool(is_autocast_enabled()))
+    autocast = (_C._autocast_is_enabled("cpu"), _C._autocast_is_enabled("cuda"))
+    st = (bool(_C.is_grad_enabled()), autocast)
     if module is not None:
         st += (bool(module.training), tuple(id(p) for p in module.parameters()))
     return st
@@ -116,7 +116,9 @@ def _first_difference(old, new, old_state, new_state, module):
         return f"grad mode was {'enabled' if old_state[0] else 'disabled'}, now " \
                f"{'enabled' if new_state[0] else 'disabled'}"
     if old_state[1] != new_state[1]:
-        return f"autocast was {'on' if old_state[1] else 'off'}, now {'on' if new_state[1] else 'off'}"
+        dev = "cpu" if old_state[1][0] != new_state[1][0] else "cuda"
+        on = new_state[1][0 if dev == "cpu" else 1]
+        return f"autocast({dev!r}) was {'off' if on else 'on'}, now {'on' if on else 'off'}"
     if module is not None and old_state[2] != new_state[2]:
         return f"self.training was {old_state[2]}, now {new_state[2]}"
     if module is not None and old_state[3] != new_state[3]:
@@ -274,8 +276,10 @@ class _Compiled:
         _C._jit_pass_optimize(g)
         _log.graph(f"traced graph of {self.name}:\n{g}")
         grad = _C.is_grad_enabled()
-        kernels = _runtime.fuse_graph(g, [grad and t.requires_grad for t in tensors],
-                                      fn_name=_safe(self.name))
+        kernels = []
+        if self.backend not in ("eager", "aot_eager"):  # "eager": trace and replay, no fusion
+            kernels = _runtime.fuse_graph(g, [grad and t.requires_grad for t in tensors],
+                                          fn_name=_safe(self.name))
         _C._jit_pass_dce(g)
         _log.graph(f"fused graph of {self.name}:\n{g}")
         f = _C._jit_Function(flat.__name__, g)
