@@ -168,7 +168,7 @@ def worker(which, threads, names, reps):
     lib.manual_seed(0)
     cases = _cases(lib)
     times = {}
-    for name in names:
+    for name in dict.fromkeys(n.split("/")[0] for n in names):
         fn, step = cases[name]()
         times[f"{name}/eager"] = _time(step, fn, reps)
         cfn = compile_fn(fn)
@@ -191,7 +191,8 @@ def main():
         worker(a.worker, a.threads, a.names, a.reps)
         return
     names = [c for c in CASES if not a.cases or any(s in c for s in a.cases)]
-    res = alternate(os.path.abspath(__file__), names, a.threads, a.rounds,
+    keys = [f"{n}/{k}" for n in names for k in ("eager", "first", "compiled")]
+    res = alternate(os.path.abspath(__file__), keys, a.threads, a.rounds,
                     no_torch=a.no_torch, extra=("--reps", str(a.reps)))
     e = {k: _median(v) for k, v in res["ember"]["times"].items()}
     t = {k: _median(v) for k, v in res.get("torch", {}).get("times", {}).items()}
