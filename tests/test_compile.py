@@ -389,11 +389,18 @@ def test_gradcheck_through_fused_reductions():
     w = ember.randn(7, dtype=ember.float64, requires_grad=True)  # broadcast
     m = ember.rand(4, 7) > 0.7
     m[:, 0] = False
-    for fn, args in ((attn, (x, m, w)), (norm, (x, w))):
-        c = ember.compile(fn)
-        assert ember.autograd.gradcheck(lambda *a: _quiet(c, *a), args)
-        entry = _entries(c)[0]  # the first call: gradients flow
-        assert any(k.prog.red is not None for k in entry.kernels), entry.graph_text
+    ember._compile.config.fuse_reductions_with_grad = True
+    try:
+        for fn, args in ((attn, (x, m, w)), (norm, (x, w))):
+            c = ember.compile(fn)
+            assert ember.autograd.gradcheck(lambda *a: _quiet(c, *a), args)
+            entry = _entries(c)[0]  # the first call: gradients flow
+            assert any(k.prog.red is not None for k in entry.kernels), entry.graph_text
+    finally:
+        ember._compile.config.fuse_reductions_with_grad = False
+    c = ember.compile(attn)  # by default a row group is fused only where no gradient flows
+    _quiet(c, x, m, w)
+    assert not any(k.prog.red is not None for k in _entries(c)[0].kernels)
 
 
 def test_backend_eager_traces_without_fusing():

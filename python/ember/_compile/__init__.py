@@ -41,6 +41,10 @@ __all__ = ["compile", "OptimizedModule", "reset", "config"]
 class _Config:
     cache_size_limit = 8
     suppress_errors = False
+    # Row groups (softmax & co. with their chains) where a gradient flows: correct
+    # (gradcheck) but their backward kernel is still slower than eager's softmax backward
+    # (its exp does not vectorize yet), so off by default.
+    fuse_reductions_with_grad = False
 
 
 config = _Config()

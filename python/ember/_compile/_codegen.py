@@ -23,10 +23,30 @@ from . import _ops
 PRELUDE = """#include <cmath>
 @VECTOR_MATH@#include <cstdint>
 #include <limits>
+#include <type_traits>
 #include "ember/kernels/functors.h"
 using ember::opmath_t;
 template <typename To, typename From>
 static inline opmath_t<To> cv(From x) { return opmath_t<To>(To(x)); }
+// c ? a : b without a branch: GCC if-converts a ternary into a masked region, where
+// libmvec's (notinbranch) vector functions cannot be called, so a select before an exp
+// would keep the whole loop scalar.
+template <typename T>
+static inline T sel(bool c, T a, T b) {
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    const U m = U(0) - U(c);
+    U x, y;
+    __builtin_memcpy(&x, &a, sizeof(T));
+    __builtin_memcpy(&y, &b, sizeof(T));
+    const U r = (x & m) | (y & ~m);
+    T o;
+    __builtin_memcpy(&o, &r, sizeof(T));
+    return o;
+  } else {
+    return c ? a : b;
+  }
+}
 """
 
 
@@ -159,14 +179,18 @@ class Program:
             return []
         return [j for j, s in enumerate(self.outputs) if s == R]
 
-    def _row_head(self, decls, nops):
-        """The kernel's start: pointers, then per row its operand offsets."""
+    def _row_head(self, decls, nops, unit):
+        """The kernel's start: pointers, whether every operand's last-dimension stride is
+        the one the unit-stride body assumes (`unit`: 1, or 0 for a broadcast), then per
+        row its operand offsets."""
         nd = len(self.shape)
         src = [prelude(), 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
                "int64_t begin, int64_t end) {"]
         src += ["  " + d for d in decls]
         src.append(f"  const int64_t* sz = meta + 2; const int64_t* st = meta + 2 + {nd};")
         src.append(f"  const int64_t L = sz[{nd - 1}];")
+        conds = " && ".join(f"st[{k} * {nd} + {nd - 1}] == {e}" for k, e in enumerate(unit))
+        src.append(f"  const bool unit = {conds or 'true'};")
         src.append("  for (int64_t r = begin; r < end; ++r) {")
         src.append(f"    int64_t off[{nops}] = {{0}};")
         src.append("    int64_t rem = r;")
@@ -178,7 +202,30 @@ class Program:
 
     def _row_idx(self, k):
         nd = len(self.shape)
+        if self._unit is not None:
+            return f"off[{k}] + j" if self._unit[k] else f"off[{k}]"
         return f"off[{k}] + j * st[{k} * {nd} + {nd - 1}]"
+
+    _unit = None
+
+    def _input_units(self):
+        return [0 if not sizes or sizes[-1] == 1 else 1 for _, _, sizes in self.inputs]
+
+    def _simd(self, clause=""):
+        return [f"    #pragma omp simd {clause}".rstrip()] if self._unit is not None else []
+
+    def _both(self, body_fn, unit):
+        """body_fn() twice: for unit last-dimension strides, and for any strides."""
+        src = ["    if (unit) {"]
+        self._unit = unit
+        try:
+            src += ["  " + ln for ln in body_fn()]
+        finally:
+            self._unit = None
+        src.append("    } else {")
+        src += ["  " + ln for ln in body_fn()]
+        src.append("    }")
+        return src
 
     def _row_stats(self):
         """Lines (inside the row loop) computing the reduction's row statistics, and
@@ -196,18 +243,26 @@ class Program:
         init = "0" if name in ("sum", "mean") else \
             f"-std::numeric_limits<opmath_t<{cc}>>::infinity()"
         src.append(f"    {acc} acc = {init};")
+        if name in ("sum", "mean"):
+            src += self._simd("reduction(+:acc)")
+        elif name != "amax":
+            src += self._simd("reduction(max:acc)")
         src.append("    for (int64_t j = 0; j < L; ++j) {")
         body, regs = self.forward_body(idx, upto=R)
         src += ["      " + ln for ln in body]
         if name in ("sum", "mean"):
             src.append(f"      acc += double({x_of(regs)});")
-        else:
+        elif name == "amax":
             src.append(f"      acc = ember::fn::Maximum{{}}(acc, {x_of(regs)});")
+        else:  # a NaN reaches the results through the sum of exponentials
+            src.append(f"      {{ const opmath_t<{cc}> xv = {x_of(regs)}; "
+                       "acc = xv > acc ? xv : acc; }")
         src.append("    }")
         if name in ("softmax", "log_softmax", "logsumexp"):
             src.append(f"    const opmath_t<{cc}> mx = acc;")
             src.append(f"    const opmath_t<{cc}> sh = std::isinf(mx) ? opmath_t<{cc}>(0) : mx;")
             src.append(f"    opmath_t<{cc}> se = 0;")
+            src += self._simd("reduction(+:se)")
             src.append("    for (int64_t j = 0; j < L; ++j) {")
             body, regs = self.forward_body(idx, upto=R)
             src += ["      " + ln for ln in body]
@@ -239,21 +294,28 @@ class Program:
                   f"({ctype(self.steps[s][0])}*)p[{n_in + j}];"
                   for j, s in enumerate(self.outputs)]
         idx = self._row_idx
-        src = self._row_head(decls, nops)
-        stats, red_expr, _ = self._row_stats()
-        src += stats
         row_outs = set(self.row_outputs())
+        unit = self._input_units() + [0 if j in row_outs else 1 for j in range(len(self.outputs))]
+        src = self._row_head(decls, nops, unit)
         full_outs = [j for j in range(len(self.outputs)) if j not in row_outs]
-        if full_outs:
-            src.append("    for (int64_t j = 0; j < L; ++j) {")
-            body, regs = self.forward_body(idx, red_expr=red_expr)
-            src += ["      " + ln for ln in body]
-            for j in full_outs:
-                s_ = self.outputs[j]
-                src.append(f"      out{j}[{idx(n_in + j)}] = {ctype(self.steps[s_][0])}(v{s_});")
-            src.append("    }")
-        for j in row_outs:
-            src.append(f"    out{j}[off[{n_in + j}]] = {ctype(od)}(vrow);")
+
+        def body_fn():
+            stats, red_expr, _ = self._row_stats()
+            src = list(stats)
+            if full_outs:
+                src += self._simd()
+                src.append("    for (int64_t j = 0; j < L; ++j) {")
+                body, regs = self.forward_body(idx, red_expr=red_expr)
+                src += ["      " + ln for ln in body]
+                for j in full_outs:
+                    s_ = self.outputs[j]
+                    src.append(f"      out{j}[{idx(n_in + j)}] = "
+                               f"{ctype(self.steps[s_][0])}(v{s_});")
+                src.append("    }")
+            for j in row_outs:
+                src.append(f"    out{j}[off[{n_in + j}]] = {ctype(od)}(vrow);")
+            return src
+        src += self._both(body_fn, unit)
         src.append("  }")
         src.append("}")
         return "\n".join(src) + "\n"
@@ -263,10 +325,6 @@ class Program:
         statistics, a pass that runs the backward of the steps after the reduction and
         reduces what the reduction's backward needs (softmax: sum(g*y); log_softmax and
         sum-type: sum(g)), then a pass through every step's backward."""
-        R = self.red
-        od, op, refs, cd = self.steps[R]
-        name = op["name"]
-        cc = ctype(cd)
         n_in, n_out = len(self.inputs), len(self.outputs)
         nops = n_in + n_out + len(grad_inputs)
         decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"
@@ -277,11 +335,24 @@ class Program:
         decls += [f"{ctype(self.inputs[k][1])}* __restrict__ gin{j} = "
                   f"({ctype(self.inputs[k][1])}*)p[{n_in + n_out + j}];"
                   for j, k in enumerate(grad_inputs)]
-        idx = self._row_idx
-        src = self._row_head(decls, nops)
-        stats, red_expr, x_of = self._row_stats()
-        src += stats
         row_outs = set(self.row_outputs())
+        unit = self._input_units() + [0 if j in row_outs else 1 for j in range(n_out)] + \
+            [1] * len(grad_inputs)
+        src = self._row_head(decls, nops, unit)
+        src += self._both(lambda: self._row_backward_body(grad_inputs, row_outs), unit)
+        src.append("  }")
+        src.append("}")
+        return "\n".join(src) + "\n"
+
+    def _row_backward_body(self, grad_inputs, row_outs):
+        R = self.red
+        od, op, refs, cd = self.steps[R]
+        name = op["name"]
+        cc = ctype(cd)
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        idx = self._row_idx
+        stats, red_expr, x_of = self._row_stats()
+        src = list(stats)
 
         def adjoint_pass(through_all):
             body, regs = self.forward_body(idx, red_expr=red_expr)
@@ -305,6 +376,7 @@ class Program:
             return body, regs, adj
         # pass A: what the reduction's backward needs from the whole row
         src.append(f"    opmath_t<{cc}> red_g = 0;")
+        src += self._simd("reduction(+:red_g)")
         src.append("    for (int64_t j = 0; j < L; ++j) {")
         body, regs, adj = adjoint_pass(False)
         src += ["      " + ln for ln in body]
@@ -316,6 +388,7 @@ class Program:
         for j in row_outs:
             src.append(f"    red_g += opmath_t<{cc}>(gout{j}[off[{n_in + j}]]);")
         # pass B: every step's backward
+        src += self._simd()
         src.append("    for (int64_t j = 0; j < L; ++j) {")
         body, regs, adj = adjoint_pass(True)
         x = x_of(regs)
@@ -334,9 +407,7 @@ class Program:
             body.append(f"gin{j}[{idx(n_in + n_out + j)}] = {ctype(dt)}(gi{k});")
         src += ["      " + ln for ln in body]
         src.append("    }")
-        src.append("  }")
-        src.append("}")
-        return "\n".join(src) + "\n"
+        return src
 
     def _expr(self, op, refs, cd, od, regs):
         co = ctype(od)
@@ -352,16 +423,16 @@ class Program:
                     f"{self._ref(refs[1], cd, regs)}))")
         if k == "where":
             c = regs[refs[0]]
-            return f"(bool({c}) ? {self._ref(refs[1], od, regs)} : {self._ref(refs[2], od, regs)})"
+            return f"sel(bool({c}), {self._ref(refs[1], od, regs)}, {self._ref(refs[2], od, regs)})"
         if k == "clamp":
             x = self._ref(refs[0], od, regs)
             e = f"[&] {{ opmath_t<{co}> t = {x};"
             if refs[1] != ("c", None):
                 lo = self._ref(refs[1], od, regs)
-                e += f" if (t < {lo}) t = {lo};"
+                e += f" t = sel(t < {lo}, {lo}, t);"
             if refs[2] != ("c", None):
                 hi = self._ref(refs[2], od, regs)
-                e += f" if (t > {hi}) t = {hi};"
+                e += f" t = sel(t > {hi}, {hi}, t);"
             return e + " return t; }()"
         if k == "cast":
             return f"cv<{co}>({regs[refs[0]]})"
@@ -507,8 +578,8 @@ class Program:
                 contrib += [(refs[0], ga), (refs[1], gb)]
         elif k == "where":
             c = regs[refs[0]]
-            contrib += [(refs[1], f"(bool({c}) ? {gv} : opmath_t<{cc}>(0))"),
-                        (refs[2], f"(bool({c}) ? opmath_t<{cc}>(0) : {gv})")]
+            contrib += [(refs[1], f"sel(bool({c}), {gv}, opmath_t<{cc}>(0))"),
+                        (refs[2], f"sel(bool({c}), opmath_t<{cc}>(0), {gv})")]
         elif k == "clamp":
             x = val(refs[0])
             cond = []
@@ -517,7 +588,7 @@ class Program:
             if refs[2] != ("c", None):
                 cond.append(f"{x} <= {val(refs[2])}")
             c = " && ".join(cond) or "true"
-            contrib.append((refs[0], f"(({c}) ? {gv} : opmath_t<{cc}>(0))"))
+            contrib.append((refs[0], f"sel(bool({c}), {gv}, opmath_t<{cc}>(0))"))
             for b in refs[1:]:
                 if b[0] != "c":
                     contrib.append((b, None))  # tensor bounds: unsupported (not fused)

@@ -122,7 +122,8 @@ def describe(node, requires_grad):
                 return None
         op = {"kind": "cast", "name": "cast"}
         args = [x]
-    if op is None and base in REDUCTIONS and not (requires_grad and base == "amax"):
+    if op is None and base in REDUCTIONS and not (requires_grad and (
+            base == "amax" or not _reductions_with_grad())):
         return _describe_reduction(node, base, ins, out)
     if op is None:
         return None
@@ -171,6 +172,11 @@ UNARY_NO_GRAD_OK = {}
 # Reductions over the last dimension that a group can hold (amax only where no gradient
 # flows: its backward splits ties, which a row kernel does not do yet).
 REDUCTIONS = ("softmax", "log_softmax", "sum", "mean", "amax", "logsumexp")
+
+
+def _reductions_with_grad():
+    from . import config
+    return config.fuse_reductions_with_grad
 
 
 def _describe_reduction(node, base, ins, out):

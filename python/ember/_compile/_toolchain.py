@@ -21,7 +21,8 @@ import threading
 
 from .. import _C
 
-FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=c++17", "-fno-math-errno", "-w"]
+FLAGS = ["-O3", "-march=native", "-shared", "-fPIC", "-std=c++17", "-fno-math-errno",
+         "-fopenmp-simd", "-w"]
 
 _lock = threading.Lock()
 _loaded = {}  # key -> handle
