@@ -36,6 +36,8 @@ from . import nn, optim, utils  # noqa: E402,F401
 import ember.utils.data  # noqa: E402,F401
 from . import amp, cpu, profiler  # noqa: E402,F401  (mixed precision, op profiler)
 from . import jit, onnx  # noqa: E402,F401  (trace/script/save/load, ONNX export)
+from ._compile import compile  # noqa: E402,F401,A004  (ember.compile: fused kernels)
+from . import _logging  # noqa: E402,F401  (EMBER_LOGS switches)
 # As torch: ember.distributed, ember.futures and ember.multiprocessing come with `import ember`
 # (the last registers how tensors cross process boundaries: shared memory).
 from . import distributed, futures, multiprocessing  # noqa: E402,F401

@@ -102,6 +102,8 @@ std::atomic<bool>& backend_flag(const std::string& name) {
 }
 
 }  // namespace
+
+void init_compile(py::module_& m);  // python/compile.cpp: ember.compile's kernels
 }  // namespace ember::python
 
 PYBIND11_MODULE(_C, m) {
@@ -132,6 +134,7 @@ PYBIND11_MODULE(_C, m) {
   init_profiler(m);
   init_amp(m);
   init_jit(m);
+  init_compile(m);
   init_sparse(m);
   init_distributed(m);  // registers its error translator after the main one: tried first
   init_ddp(m);

@@ -132,6 +132,7 @@ EXEMPT = {
     'clear_autocast_cache': 'hand-written tests (not yet a registry entry): tests/test_tensor_queries.py',
     'clip': 'alias of clamp: the same C++ op, tested under that name (tests/test_elementwise.py and the op table)',
     'column_stack': 'hand-written tests (not yet a registry entry): tests/test_autograd_join_sort.py, tests/test_join_sort.py',
+    'compile': 'compiler API, not an op (it compiles functions made of registered ops): tests/test_compile.py, tests/test_compile_ops.py',
     'divide': 'alias of div: the same C++ op, tested under that name (tests/test_elementwise.py and the op table)',
     'dstack': 'hand-written tests (not yet a registry entry): tests/test_autograd_join_sort.py, tests/test_join_sort.py, tests/test_vision.py',
     'empty': 'hand-written tests (not yet a registry entry): tests/test_amp.py, tests/test_autograd_index.py, tests/test_autograd_join_sort.py',

@@ -1,0 +1,174 @@
+"""Running fusion groups: the graph rewrite that replaces a group by one
+``ember::fusion_group`` node, the runner the interpreter calls for it, and the
+autograd Function that makes it differentiable (Note [Fused backward])."""
+from __future__ import annotations
+
+import ember
+
+from .. import _C
+from ..autograd.function import Function
+from . import _codegen, _fusion, _log, _toolchain
+
+GRAIN = 32768
+
+
+class FusedKernel:
+    """One compiled group: its program, forward kernel and (lazily) backward kernels."""
+
+    def __init__(self, prog, name):
+        self.prog = prog
+        self.name = name
+        self.source = prog.forward_source()
+        self.handle, self.path, self.cached = _toolchain.load(self.source, log=_log.fusion)
+        self.out_dtypes = [getattr(ember, prog.steps[s][0]) for s in prog.outputs]
+        self.floating_in = [dt in ("float32", "float64", "float16", "bfloat16")
+                            for _, dt, _ in prog.inputs]
+        self.scalar = prog.scalar_flags() + [False] * len(prog.outputs)
+        self._bwd = {}
+        self.id = _C._compile_register_group(self)
+
+    def forward(self, inputs):
+        shape = list(ember.broadcast_shapes(*[t.shape for t in inputs]))
+        if self.prog.red is None:
+            outs = [ember.empty(shape, dtype=d) for d in self.out_dtypes]
+            _C._compile_run(self.handle, list(inputs) + outs, shape, self.scalar, 0, GRAIN)
+            return outs
+        # a row kernel: reductions over the last dimension (Note [Generated kernels])
+        keep = self.prog.steps[self.prog.red][1]["keepdim"]
+        row_outs = set(self.prog.row_outputs())
+        outs, operands = [], list(inputs)
+        for j, d in enumerate(self.out_dtypes):
+            if j in row_outs:
+                o = ember.empty(shape[:-1] + ([1] if keep else []), dtype=d)
+                operands.append(o.view(shape[:-1] + [1]))
+            else:
+                o = ember.empty(shape, dtype=d)
+                operands.append(o)
+            outs.append(o)
+        grain = max(1, GRAIN // max(1, shape[-1]))
+        _C._compile_run(self.handle, operands, shape, [False] * len(operands), 1, grain)
+        return outs
+
+    def backward_kernel(self, need):
+        k = self._bwd.get(need)
+        if k is None:
+            src = self.prog.backward_source(list(need))
+            h, _, _ = _toolchain.load(src, log=_log.fusion)
+            flags = self.prog.scalar_flags() + [False] * (len(self.prog.outputs) + len(need))
+            k = self._bwd[need] = (h, flags, src)
+        return k
+
+    def __call__(self, inputs):
+        if _C.is_grad_enabled() and any(t.requires_grad for t in inputs):
+            return list(_FusedFunction.apply(self, *inputs))
+        return self.forward(inputs)
+
+
+class _FusedFunction(Function):
+    """Note [Fused backward]: the forward kernel saves only the group's inputs; the
+    backward kernel recomputes the group's values in registers and runs every op's
+    backward rule (Note [Fusible ops]) in reverse, so the backward of a group is one
+    fused loop too. Inputs that were broadcast get their gradient summed to their
+    shape (eager's sum_to_size)."""
+
+    @staticmethod
+    def forward(ctx, kernel, *inputs):
+        outs = kernel.forward(inputs)
+        ctx.kernel = kernel
+        ctx.save_for_backward(*inputs)
+        nondiff = [o for o in outs if not o.is_floating_point()]
+        if nondiff:
+            ctx.mark_non_differentiable(*nondiff)
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        kernel = ctx.kernel
+        inputs = ctx.saved_tensors
+        need = tuple(k for k, t in enumerate(inputs)
+                     if ctx.needs_input_grad[k + 1] and kernel.floating_in[k])
+        result = [None] * len(inputs)
+        if not need:
+            return (None, *result)
+        h, flags, _ = kernel.backward_kernel(need)
+        shape = list(ember.broadcast_shapes(*[t.shape for t in inputs]))
+        gouts = []
+        for g, d in zip(grads, kernel.out_dtypes):
+            if g is None:
+                g = ember.zeros([], dtype=d)
+            gouts.append(g)
+        gins = [ember.empty(shape, dtype=inputs[k].dtype) for k in need]
+        if kernel.prog.red is None:
+            _C._compile_run(h, list(inputs) + gouts + gins, shape, flags, 0, GRAIN)
+        else:
+            row_outs = set(kernel.prog.row_outputs())
+            gouts = [g.reshape(shape[:-1] + [1]) if j in row_outs and g.numel() > 1 else g
+                     for j, g in enumerate(gouts)]
+            _C._compile_run(h, list(inputs) + gouts + gins, shape, [False] * len(flags), 1,
+                            max(1, GRAIN // max(1, shape[-1])))
+        for k, g in zip(need, gins):
+            if list(g.shape) != list(inputs[k].shape):
+                g = g.sum_to_size(inputs[k].shape)
+            result[k] = g
+        return (None, *result)
+
+
+def fuse_graph(graph, input_requires_grad, fn_name="fn"):
+    """Replaces the fusion groups of `graph` by fusion_group nodes; returns the kernels."""
+    if _toolchain.compiler() is None:
+        _log.fusion(f"{fn_name}: no C++ compiler: fusion groups run in the interpreter")
+        return []
+    rg = _fusion.requires_grad_values(graph, input_requires_grad)
+    groups = _fusion.find_groups(graph, rg)
+    kernels = []
+    outputs = set(graph.outputs())
+    # programs first, while every value still has its recorded dtype and sizes; a group
+    # that reads another group's result gets the replacing value at rewrite time
+    progs = [_codegen.Program(g, _fusion._tensor_info) for g in groups]
+    replaced = {}
+    for gi, (g, prog) in enumerate(zip(groups, progs)):
+        nodes = graph.nodes()
+        pos = {n: i for i, n in enumerate(nodes)}
+        members = set(g.nodes)
+        out_values = []
+        for n in g.nodes:
+            v = n.output(0)
+            external = [u for u, _ in v.uses() if u not in members]
+            if external or v in outputs:
+                out_values.append(v)
+                prog.outputs.append(prog.val_index[v])
+        if not out_values:
+            continue
+        in_values = [replaced.get(v, v) for v, _, _ in prog.inputs]
+        earliest = max([pos.get(v.node(), -1) for v in in_values] + [-1])
+        users = [pos.get(u, len(nodes)) for v in out_values for u, _ in v.uses()
+                 if u not in members]
+        latest = min(users + [len(nodes)])
+        if earliest >= latest:
+            _log.fusion(f"{fn_name}: group {gi} skipped (no place for it in the graph)")
+            continue
+        name = f"{fn_name}_group{gi}"
+        kernel = FusedKernel(prog, name)
+        kernels.append(kernel)
+        if earliest + 1 < len(nodes):
+            graph.set_insert_point_before(nodes[earliest + 1])
+        else:
+            graph.set_insert_point_end(graph.block())
+        lst = graph.insert(graph.create("prim::ListConstruct", in_values, 1))
+        lst.output(0).set_type("Tensor[]")
+        idc = graph.constant(kernel.id)
+        call = graph.insert(graph.create_op("ember::fusion_group", [lst.output(0), idc]))
+        call.source = g.nodes[0].source
+        unp = graph.insert(graph.create("prim::ListUnpack", [call.output(0)], len(out_values)))
+        for k, v in enumerate(out_values):
+            unp.output(k).set_type("Tensor")
+            v.replace_all_uses_with(unp.output(k))
+            replaced[v] = unp.output(k)
+        for n in reversed(g.nodes):
+            n.destroy()
+        _log.fusion(f"{fn_name}: fusion group {gi} ({kernel.path or 'cached'}): "
+                    f"{len(g.nodes)} ops [{', '.join(n.kind for n in g.nodes)}], "
+                    f"{len(in_values)} inputs, {len(out_values)} outputs, shape {g.shape}")
+        _log.output_code(name, kernel.source)
+    graph.lint()
+    return kernels
