@@ -186,3 +186,25 @@ def test_onednn_switched_off_by_environment():
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True, timeout=120, check=True).stdout.split()
     assert out == ["False", str(float(8 * 9 * 8 * 9))], out
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_onednn_batch_split_over_threads(rng, threads):
+    # several threads split the batch into slabs (an odd batch: slabs of unequal sizes),
+    # each a single-threaded oneDNN call; the results are the NumPy reference's
+    x, w = rng.standard_normal((5, 8, 15, 14)), rng.standard_normal((16, 8, 3, 3))
+    b = rng.standard_normal(16)
+    ref_y, grads = np_conv2d(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    gy = rng.standard_normal(ref_y.shape)
+    ref_gx, ref_gw = grads(gy)
+    n = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        before = ember._C._onednn_conv_calls()
+        got = run(x, w, b, gy, dict(padding=1))
+        if mkldnn.is_available():
+            assert ember._C._onednn_conv_calls() - before == 2
+    finally:
+        ember.set_num_threads(n)
+    for a, r in zip(got, [ref_y, ref_gx, ref_gw, gy.sum(axis=(0, 2, 3))]):
+        np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(r).max()))
