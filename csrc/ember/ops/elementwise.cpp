@@ -679,16 +679,7 @@ static const Tensor& copy_impl(const Tensor& dst, const Tensor& src) {
 // One CPU element converted between dtypes without the iterator: the path
 // Python scalars take on every `tensor + 1`.
 static Tensor convert_single(const Tensor& a, DType dtype) {
-  Scalar v = dispatch_all(a.dtype(), "to", [&](auto tag) -> Scalar {
-    using T = typename decltype(tag)::type;
-    T x = *a.data<T>();
-    if constexpr (std::is_same<T, bool>::value)
-      return Scalar(x);
-    else if constexpr (std::is_integral<T>::value)
-      return Scalar(int64_t(x));
-    else
-      return Scalar(double(x));
-  });
+  Scalar v = a.item();  // a CPU tensor of one element: a plain read
   Tensor out = scalar_tensor(v, dtype);
   if (a.dim() != 0) out = make_view(out, a.sizes(), a.strides(), 0);
   out.impl()->wrapped_number = a.impl()->wrapped_number;

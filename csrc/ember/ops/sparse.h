@@ -101,6 +101,9 @@ Tensor sparse_dense_mm(const Tensor& s, const Tensor& d, bool masked_grad);
 Tensor sparse_dense_addmm(const Tensor& input, const Tensor& s, const Tensor& d, Scalar beta,
                           Scalar alpha, bool masked_grad);
 /// S1 @ S2, both sparse 2-d -> sparse (coalesced).
+/// torch.sparse.addmm: sparse_dense_addmm with the sparse operand's gradient on its pattern.
+Tensor sparse_addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta,
+                    Scalar alpha);
 Tensor sparse_sparse_mm(const Tensor& a, const Tensor& b);
 /// ember.sparse.mm: sparse @ strided or sparse @ sparse.
 Tensor sparse_mm(const Tensor& a, const Tensor& b);

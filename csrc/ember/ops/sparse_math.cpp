@@ -14,6 +14,7 @@
 
 #include "ember/autograd/derivatives/sparse.h"
 #include "ember/autograd/record.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
@@ -293,6 +294,15 @@ Tensor sparse_dense_addmm(const Tensor& input, const Tensor& s, const Tensor& d,
                         masked_grad ? "sparse.addmm" : "addmm");
 }
 
+Tensor sparse_addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta,
+                    Scalar alpha) {
+  EMBER_TRACE(
+      "aten::_sparse_addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar "
+      "alpha=1) -> Tensor",
+      sparse_addmm, input, mat1, mat2, beta, alpha);
+  return sparse_dense_addmm(input, mat1, mat2, beta, alpha, /*masked_grad=*/true);
+}
+
 Tensor sparse_sparse_mm(const Tensor& a, const Tensor& b) {
   for (const Tensor* x : {&a, &b}) {
     const SparseCooParts& p = sparse_parts(*x, "mm");
@@ -336,6 +346,7 @@ Tensor sparse_sparse_mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sparse_mm(const Tensor& a, const Tensor& b) {
+  EMBER_TRACE("aten::_sparse_mm(Tensor mat1, Tensor mat2) -> Tensor", sparse_mm, a, b);
   if (a.is_sparse() && b.is_sparse()) return sparse_sparse_mm(a, b);
   if (a.is_sparse()) return sparse_dense_mm(a, b, /*masked_grad=*/true);
   EMBER_CHECK(b.is_sparse(), "sparse.mm: expected a sparse operand, got two strided tensors");

@@ -175,9 +175,8 @@ void bind_sparse_functions(py::module_& m) {
       "_sparse_addmm",
       [](const Tensor& input, const Tensor& mat1, const Tensor& mat2, py::handle beta,
          py::handle alpha) {
-        return sparse_dense_addmm(input, mat1, mat2, scalar_arg(beta, "sparse.addmm", "beta"),
-                                  scalar_arg(alpha, "sparse.addmm", "alpha"),
-                                  /*masked_grad=*/true);
+        return sparse_addmm(input, mat1, mat2, scalar_arg(beta, "sparse.addmm", "beta"),
+                            scalar_arg(alpha, "sparse.addmm", "alpha"));
       },
       arg("input"), arg("mat1"), arg("mat2"), py::kw_only(), arg("beta") = 1.0, arg("alpha") = 1.0);
   m.def(
