@@ -129,6 +129,21 @@ def _conv(n, cin, cout, hw, k, pad=0, stride=1, backward=True):
     return make
 
 
+def _resnet18_fwd(lib):
+    # issue 20's resnet18 batch-8 forward, eager (eval mode, no grad)
+    if lib.__name__ == "torch":
+        import torchvision.models as models
+    else:
+        import ember.vision.models as models
+    m = models.resnet18().eval()
+    x = _arr(lib, (8, 3, 224, 224))
+
+    def step():
+        with lib.no_grad():
+            return m(x)
+    return step
+
+
 def _norm(kind):
     def make(lib):
         if kind == "layer":
@@ -175,6 +190,10 @@ CASES = {
     "conv 8x256x14x14->256 3x3 p1 fwd+bwd": _conv(8, 256, 256, 14, 3, pad=1),
     "conv 8x512x7x7->512 3x3 p1 fwd+bwd": _conv(8, 512, 512, 7, 3, pad=1),
     "conv 8x64x56x56->64 3x3 p1 fwd": _conv(8, 64, 64, 56, 3, pad=1, backward=False),
+    "conv 8x64x56x56->128 3x3 s2 p1 fwd+bwd": _conv(8, 64, 128, 56, 3, pad=1, stride=2),
+    "conv 8x256x28x28->512 1x1 s2 fwd+bwd": _conv(8, 256, 512, 28, 1, stride=2),
+    "conv 8x512x7x7->2048 1x1 fwd+bwd": _conv(8, 512, 2048, 7, 1),
+    "resnet18 batch 8 fwd (eval)": _resnet18_fwd,
 }
 
 

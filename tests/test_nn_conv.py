@@ -1,5 +1,8 @@
 """Convolutions (F.conv1d/2d/3d, conv_transpose, unfold/fold) against NumPy
-references, gradients (gradcheck + gradgradcheck in float64) and error paths."""
+references, gradients (gradcheck + gradgradcheck in float64) and error paths.
+
+These test ember's own kernels: oneDNN (which would take many float32 cases) is switched
+off here; tests/test_nn_conv_onednn.py tests it."""
 import itertools
 import json
 import os
@@ -12,6 +15,13 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+
+
+@pytest.fixture(autouse=True)
+def _own_kernels():
+    with ember.backends.mkldnn.flags(enabled=False):
+        yield
+
 
 # ---- NumPy references ------------------------------------------------------------------------
 
@@ -416,7 +426,7 @@ def test_conv_direct_off_without_avx2(device):
     # GEMM path's to the bit
     if device != "cpu":
         pytest.skip("CPU dispatch")
-    env = dict(os.environ, EMBER_CPU_CAPABILITY="default")
+    env = dict(os.environ, EMBER_CPU_CAPABILITY="default", EMBER_ONEDNN="0")
     out = subprocess.run([sys.executable, "-c", CAPABILITY_SCRIPT], env=env, capture_output=True,
                          text=True, timeout=120, check=True).stdout.split()
     assert out == ["default", "0", "True"], out

@@ -5,10 +5,13 @@
 #                          (ember.vision.datasets.FashionMNIST finds its files by asking dpkg);
 #   libgloo-dev            Gloo, the collective engine behind ember.distributed's "gloo" backend
 #                          (built as an optional module when CMake finds it);
-#   ccache, ninja-build    so that a second `pip install` recompiles only what changed.
+#   ccache, ninja-build    so that a second `pip install` recompiles only what changed;
+#   libdnnl-dev            oneDNN 2.x, which CPU convolutions use where it is faster than
+#                          ember's own kernels (headers at build time, libdnnl.so.2 loaded
+#                          at run time; optional: without it ember's kernels run).
 # Quick (a dpkg query) when everything is already installed.
 set -u
-want=(dataset-fashion-mnist libgloo-dev ccache ninja-build)
+want=(dataset-fashion-mnist libgloo-dev ccache ninja-build libdnnl-dev)
 missing=()
 for p in "${want[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

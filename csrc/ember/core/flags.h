@@ -22,6 +22,8 @@ struct BackendFlags {
   std::atomic<bool> cudnn_benchmark{false};
   std::atomic<bool> cudnn_deterministic{false};
   std::atomic<bool> cudnn_allow_tf32{true};
+  /// torch.backends.mkldnn.enabled: CPU convolutions may use oneDNN where it is loaded.
+  std::atomic<bool> mkldnn_enabled{true};
   /// torch.use_deterministic_algorithms(mode, warn_only=).
   std::atomic<bool> deterministic_algorithms{false};
   std::atomic<bool> deterministic_warn_only{false};

@@ -21,6 +21,8 @@ DispatchStub<Col2imKernel> col2im_stub("col2im");
 DispatchStub<ConvLayoutKernel> conv_layout_stub("convolution");
 DispatchStub<ConvFwdImagesKernel> conv_fwd_images_stub("convolution");
 DispatchStub<ConvBwdImagesKernel> conv_bwd_images_stub("convolution_backward");
+DispatchStub<ConvFwdImagesKernel> conv_engine_fwd_stub("convolution");
+DispatchStub<ConvBwdImagesKernel> conv_engine_bwd_stub("convolution_backward");
 
 // Note [Convolution layout]
 // A batch chunk of nb images becomes one column matrix cols [C*k, nb*L] (L output
@@ -118,7 +120,24 @@ bool per_image(const Tensor& t, const ConvSpec& s) {
          conv_bwd_images_stub.fns[int(t.device().type)];
 }
 
+// Note [oneDNN convolution]: the device's optional engine, tried first (contiguous operands).
+bool engine_fwd(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& bias,
+                const ConvSpec& s) {
+  auto fn = conv_engine_fwd_stub.fns[int(x.device().type)];
+  return fn && fn(y, x, w, bias, s.groups, s.g);
+}
+
+bool engine_bwd(const Tensor& gx, const Tensor& gw, const Tensor& x, const Tensor& w,
+                const Tensor& gy, const ConvSpec& s) {
+  auto fn = conv_engine_bwd_stub.fns[int(gy.device().type)];
+  return fn && fn(gx, gw, x, w, gy, s.groups, s.g);
+}
+
 }  // namespace
+
+bool conv_engine_available(DeviceType type) {
+  return conv_engine_fwd_stub.fns[int(type)] != nullptr;
+}
 
 // ---- the three primitives, without autograd ------------------------------------------------
 
@@ -135,6 +154,7 @@ Tensor conv_forward_raw(const Tensor& x, const Tensor& w, const Tensor& bias, co
     return y;
   }
   const Tensor xc = contiguous(x), wc = contiguous(w);
+  if (engine_fwd(y, xc, wc, bias, s)) return y;
   if (per_image(x, s) && conv_fwd_images_stub.get(x.device())(y, xc, wc, bias, G, s.g)) return y;
   const int64_t chunk = chunk_size(s, N, x.element_size());
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
@@ -164,6 +184,8 @@ Tensor conv_backward_input_raw(const Tensor& gy, const Tensor& w, const Tensor& 
   if (gx.numel() == 0) return gx;
   if (Cog == 0 || L == 0) {
     fill_(gx, Scalar(0.0));
+  } else if (engine_bwd(gx, Tensor(), gy, contiguous(w), contiguous(gy), s)) {
+    // (x is not read without a weight gradient: gy stands in for it)
   } else if (per_image(gy, s) && conv_bwd_images_stub.get(gy.device())(
                                      gx, Tensor(), gy, contiguous(w), contiguous(gy), G, s.g)) {
     // (x is not read without a weight gradient: gy stands in for it)
@@ -192,9 +214,12 @@ Tensor conv_backward_weight_raw(const Tensor& x, const Tensor& gy, const ConvSpe
   const int64_t N = x.sizes()[0], G = s.groups, Co = s.cout, L = s.g.out_numel();
   const int64_t Kg = s.g.channels / G * s.g.k_numel(), Cog = Co / G;
   Tensor gw = zeros(Shape{Co, Kg}, x.dtype(), x.device());
-  if (gw.numel() > 0 && N * L > 0 && per_image(x, s) &&
-      conv_bwd_images_stub.get(x.device())(Tensor(), gw, contiguous(x), gy, contiguous(gy), G,
-                                           s.g)) {
+  if (gw.numel() > 0 && N * L > 0 &&
+      engine_bwd(Tensor(), gw, contiguous(x), gy, contiguous(gy), s)) {
+    // (w is not read without an input gradient: gy stands in for it)
+  } else if (gw.numel() > 0 && N * L > 0 && per_image(x, s) &&
+             conv_bwd_images_stub.get(x.device())(Tensor(), gw, contiguous(x), gy, contiguous(gy),
+                                                  G, s.g)) {
     // (w is not read without an input gradient: gy stands in for it)
   } else if (gw.numel() > 0 && N * L > 0) {
     const Tensor xc = contiguous(x), gyc = contiguous(gy);
@@ -224,6 +249,9 @@ std::pair<Tensor, Tensor> conv_backward_both_raw(const Tensor& x, const Tensor& 
   Tensor gx = empty(with_spatial(N, C, s.g.in, s.nsp), x.dtype(), x.device());
   Tensor gw = zeros(Shape{Co, Kg}, x.dtype(), x.device());
   const Tensor xc = contiguous(x), wc = contiguous(w), gyc = contiguous(gy);
+  if (engine_bwd(gx, gw, xc, wc, gyc, s)) return {gx, view(gw, s.weight_sizes)};
+  // the engine may take the input gradient alone (oneDNN: Note [oneDNN convolution])
+  if (engine_bwd(gx, Tensor(), xc, wc, gyc, s)) return {gx, conv_backward_weight_raw(xc, gyc, s)};
   if (per_image(x, s) && conv_bwd_images_stub.get(x.device())(gx, gw, xc, wc, gyc, G, s.g))
     return {gx, view(gw, s.weight_sizes)};
   const int64_t chunk = chunk_size(s, N, x.element_size());

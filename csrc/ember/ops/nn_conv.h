@@ -42,6 +42,10 @@ Tensor conv_backward_input(const Tensor& gy, const Tensor& w, const Tensor& bias
 /// gw [cout, C/groups, k...] = conv's adjoint in w applied to gy, at x.
 Tensor conv_backward_weight(const Tensor& x, const Tensor& gy, const ConvSpec& s);
 
+/// Whether the device has a convolution engine loaded (oneDNN on the CPU: Note [oneDNN
+/// convolution]); `ember.backends.mkldnn.is_available()`.
+bool conv_engine_available(DeviceType type);
+
 namespace detail {
 /// Both gradients of y = conv(x, w) at once, without autograd (the backward of a
 /// backward that does not create a graph): each chunk's grad_output is moved once.

@@ -96,6 +96,7 @@ std::atomic<bool>& backend_flag(const std::string& name) {
   if (name == "cudnn_benchmark") return f.cudnn_benchmark;
   if (name == "cudnn_deterministic") return f.cudnn_deterministic;
   if (name == "cudnn_allow_tf32") return f.cudnn_allow_tf32;
+  if (name == "mkldnn_enabled") return f.mkldnn_enabled;
   if (name == "deterministic_algorithms") return f.deterministic_algorithms;
   if (name == "deterministic_warn_only") return f.deterministic_warn_only;
   throw ember::Error(ember::ErrorKind::Value, "unknown backend flag '" + name + "'");

@@ -2,6 +2,7 @@
 // only; python/ember/nn/_functional/conv.py normalizes torch's spellings.
 #include "ember/ops/nn_conv.h"
 #include "ember/backends/cpu/conv_direct.h"
+#include "ember/backends/cpu/conv_onednn.h"
 #include "ember/ops/nn_pool.h"
 #include "ember/ops/nn_resample.h"
 #include "ember/python/bind.h"
@@ -20,6 +21,9 @@ void init_nn_conv(py::module_& m) {
       py::arg("enabled"));
   m.def("_conv_direct_enabled", [] { return cpu::conv_direct_enabled(); });
   m.def("_conv_direct_calls", [] { return cpu::conv_direct_calls(); });
+  // ember.backends.mkldnn.is_available(): oneDNN loaded (Note [oneDNN convolution])
+  m.def("_has_mkldnn", [] { return conv_engine_available(DeviceType::CPU); });
+  m.def("_onednn_conv_calls", [] { return cpu::onednn_conv_calls(); });
   m.def(
       "_convolution",
       [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias,

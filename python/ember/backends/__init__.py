@@ -1,2 +1,2 @@
 """Backend settings and queries, as ``torch.backends``."""
-from . import cpu, cuda, cudnn  # noqa: F401
+from . import cpu, cuda, cudnn, mkldnn  # noqa: F401

@@ -61,4 +61,11 @@ using ConvBwdImagesKernel = bool (*)(const Tensor& gx, const Tensor& gw, const T
                                      const ConvGeom& g);
 extern DispatchStub<ConvBwdImagesKernel> conv_bwd_images_stub;
 
+/// Note [oneDNN convolution]: an optional engine tried before every other path, with
+/// the signatures of the per-image kernels (x, w, gy need not be contiguous). A
+/// backend without one leaves the slots empty; a kernel declines (returns false,
+/// doing nothing) for a geometry, dtype or pass it does not take.
+extern DispatchStub<ConvFwdImagesKernel> conv_engine_fwd_stub;
+extern DispatchStub<ConvBwdImagesKernel> conv_engine_bwd_stub;
+
 }  // namespace ember
