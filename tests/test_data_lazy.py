@@ -306,3 +306,37 @@ def test_persistent_workers_error_in_a_later_epoch():
     """)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "alive 2 after 0" in r.stdout
+
+
+# ---- objects owning threads, destroyed in a fork()ed child --------------------------------------
+
+_FORK_CHILD_DESTROYS = """
+import gc, os, sys, time
+import ember
+
+depth = int(sys.argv[1])
+# 10 batches; with depth 2 the gathering thread is parked on a full queue at the fork, with
+# depth 20 it has finished (and waits to be joined).
+p = ember._C._BatchPrefetcher([ember.arange(100.0)], ember.arange(100), 10, False, depth)
+time.sleep(0.2)
+pid = os.fork()
+if pid == 0:
+    del p
+    gc.collect()
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print("child status", status)
+print("parent batches", len(list(p)))
+"""
+
+
+@pytest.mark.parametrize("depth", [2, 20])
+def test_fork_child_destroys_a_prefetcher_of_its_parent(depth):
+    # Note [Threads across fork]: the child has the object but not its thread; destroying it
+    # there used to join a thread that does not exist (a hang, or std::system_error and abort).
+    r = subprocess.run([sys.executable, "-c", _FORK_CHILD_DESTROYS, str(depth)],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+                           os.path.abspath(ember.__file__)))))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "child status 0" in r.stdout and "parent batches 10" in r.stdout, r.stdout + r.stderr

@@ -116,15 +116,18 @@ BatchPrefetcher::BatchPrefetcher(std::vector<Tensor> fields, Tensor indices, int
   }
   const int64_t n = indices_.sizes()[0];
   num_batches_ = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
-  thread_ = std::thread([this] { run(); });
+  thread_ = OwnedThread([this] { run(); });
 }
 
 BatchPrefetcher::~BatchPrefetcher() {
+  // In a fork()ed child the thread does not exist and mu_ may have been held by it at the
+  // fork: nothing to stop (Note [Threads across fork]).
+  if (!thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(*mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_->notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -132,8 +135,8 @@ void BatchPrefetcher::run() {
   const int64_t n = indices_.sizes()[0];
   for (int64_t bi = 0; bi < num_batches_; ++bi) {
     {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || int64_t(ready_.size()) < depth_; });
+      std::unique_lock<std::mutex> lk(*mu_);
+      cv_->wait(lk, [&] { return stop_ || int64_t(ready_.size()) < depth_; });
       if (stop_) return;
     }
     std::vector<Tensor> batch;
@@ -145,22 +148,22 @@ void BatchPrefetcher::run() {
       batch.reserve(fields_.size());
       for (const Tensor& f : fields_) batch.push_back(gather_rows(f, idx, mem_));
     } catch (...) {
-      std::lock_guard<std::mutex> g(mu_);
+      std::lock_guard<std::mutex> g(*mu_);
       error_ = std::current_exception();
       error_at_ = bi;
-      cv_.notify_all();
+      cv_->notify_all();
       return;
     }
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(*mu_);
     ready_.push_back(std::move(batch));
-    cv_.notify_all();
+    cv_->notify_all();
   }
 }
 
 std::optional<std::vector<Tensor>> BatchPrefetcher::next() {
-  std::unique_lock<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(*mu_);
   if (consumed_ >= num_batches_) return std::nullopt;
-  cv_.wait(lk, [&] { return !ready_.empty() || (error_ && error_at_ == consumed_); });
+  cv_->wait(lk, [&] { return !ready_.empty() || (error_ && error_at_ == consumed_); });
   if (ready_.empty()) {
     consumed_ = num_batches_;  // the epoch ends with the error
     std::rethrow_exception(error_);
@@ -168,7 +171,7 @@ std::optional<std::vector<Tensor>> BatchPrefetcher::next() {
   std::vector<Tensor> b = std::move(ready_.front());
   ready_.pop_front();
   ++consumed_;
-  cv_.notify_all();
+  cv_->notify_all();
   return b;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "ember/core/owned_thread.h"
 #include "ember/core/tensor.h"
 
 namespace ember::data {
@@ -54,13 +55,13 @@ class BatchPrefetcher {
   int64_t batch_size_, num_batches_, depth_;
   BatchMemory mem_;
   int64_t consumed_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  ProcessLocal<std::mutex> mu_;  // Note [Threads across fork]
+  ProcessLocal<std::condition_variable> cv_;
   std::deque<std::vector<Tensor>> ready_;
   std::exception_ptr error_;
   int64_t error_at_ = -1;
   bool stop_ = false;
-  std::thread thread_;
+  OwnedThread thread_;
 };
 
 }  // namespace ember::data

@@ -177,7 +177,7 @@ std::shared_ptr<Work> ProcessGroup::launch(std::shared_ptr<Work> work, std::func
       work->finish(err);
       return work;
     }
-    if (!worker_.joinable()) worker_ = std::thread([q = queue_] { q->loop(); });
+    if (!worker_.joinable()) worker_ = OwnedThread([q = queue_] { q->loop(); });
     auto self = shared_from_this();  // the group outlives what it has queued
     q.items.push_back([self, work, body = std::move(body)] {
       try {
@@ -214,7 +214,7 @@ void ProcessGroup::start_responder() {
   if (size_ == 1) return;
   responder_store_ = store_->clone();
   responder_store_->set_timeout(Millis(0));
-  responder_ = std::thread([this, st = responder_store_] { responder_loop(st); });
+  responder_ = OwnedThread([this, st = responder_store_] { responder_loop(st); });
 }
 
 void ProcessGroup::responder_loop(std::shared_ptr<Store> st) {

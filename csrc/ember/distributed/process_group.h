@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "ember/core/owned_thread.h"
 #include "ember/core/tensor.h"
 #include "ember/distributed/store.h"
 
@@ -171,10 +172,10 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
     void loop();
   };
   std::shared_ptr<OpQueue> queue_ = std::make_shared<OpQueue>();
-  std::thread worker_;
+  OwnedThread worker_;
   // the responder
   std::shared_ptr<Store> responder_store_;
-  std::thread responder_;
+  OwnedThread responder_;
 };
 
 // ---- argument checks shared by the engines (PyTorch's wording) ----

@@ -16,6 +16,8 @@
 #include <map>
 #include <thread>
 
+#include "ember/core/owned_thread.h"
+
 namespace ember::distributed {
 
 // Note [TCPStore protocol]
@@ -218,7 +220,7 @@ class TCPStoreServer {
     }
     fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
     port_ = bound_port(listen_fd_);
-    thread_ = std::thread([this] { run(); });
+    thread_ = OwnedThread([this] { run(); });
   }
   ~TCPStoreServer() {
     stop_ = true;
@@ -507,7 +509,7 @@ class TCPStoreServer {
 
   int listen_fd_, wake_fd_ = -1, port_ = 0;
   std::atomic<bool> stop_{false};
-  std::thread thread_;
+  OwnedThread thread_;
   std::map<int, Client> clients_;
   std::unordered_map<std::string, Bytes> map_;
   std::list<Waiter> waiters_;

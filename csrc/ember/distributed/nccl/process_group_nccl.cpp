@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ember/backends/cuda/cuda_backend.h"
+#include "ember/core/owned_thread.h"
 #include "ember/distributed/process_group.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/join.h"
@@ -246,7 +247,7 @@ class ProcessGroupNCCL : public ProcessGroup {
     int v = 0;
     api.GetVersion(&v);
     address_ = "cuda:" + std::to_string(device_) + " (NCCL " + std::to_string(v) + ")";
-    watchdog_ = std::thread([this] { watch(); });
+    watchdog_ = OwnedThread([this] { watch(); });
     start_responder();
   }
   ~ProcessGroupNCCL() override {
@@ -642,7 +643,7 @@ class ProcessGroupNCCL : public ProcessGroup {
   std::string address_;
   std::mutex comm_mu_, works_mu_;
   std::list<std::shared_ptr<NcclWork>> works_;
-  std::thread watchdog_;
+  OwnedThread watchdog_;
   std::atomic<bool> stop_{false};
 };
 

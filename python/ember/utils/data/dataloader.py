@@ -433,6 +433,19 @@ class _MultiProcessIter:
             pids = ", ".join(str(d.pid) for d in dead)
             raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly")
 
+    def _worker_died(self, err):
+        """A queue that breaks under us (EOFError, a broken pipe) means a worker died in the
+        middle of a message: name the worker and its signal, as PyTorch does, not the pipe.
+        The dead worker is reaped within moments; if none is, the error stands."""
+        deadline = time.monotonic() + 5.0
+        while not self._shutdown and time.monotonic() < deadline:
+            try:
+                self._check_workers()
+            except RuntimeError as died:
+                raise died from err
+            time.sleep(0.02)
+        raise err
+
     def _get_data(self):
         start = time.monotonic()
         while True:
@@ -447,6 +460,8 @@ class _MultiProcessIter:
                 return self._data_queue.get(timeout=wait)
             except queue.Empty:
                 self._check_workers()
+            except (EOFError, ConnectionError) as e:
+                self._worker_died(e)
             except (RuntimeError, OSError) as e:
                 if not _out_of_fds(e):
                     raise
@@ -458,6 +473,11 @@ class _MultiProcessIter:
             return self._next()
         except StopIteration:
             raise
+        except (EOFError, ConnectionError) as e:  # sending an index to a dead worker
+            try:
+                self._worker_died(e)
+            finally:
+                self._shutdown_workers()
         except BaseException:  # Note [Worker shutdown] (2)
             self._shutdown_workers()
             raise
