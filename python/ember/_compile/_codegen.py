@@ -330,13 +330,10 @@ class Program:
         src.append("}")
         return "\n".join(src) + "\n"
 
-    def row_backward_source(self, grad_inputs):
-        """The backward of a row group (Note [Fused backward]): per row the forward's
-        statistics, a pass that runs the backward of the steps after the reduction and
-        reduces what the reduction's backward needs (softmax: sum(g*y); log_softmax and
-        sum-type: sum(g)), then a pass through every step's backward."""
+    def _backward_pointers(self, grad_inputs):
+        """The backward kernel's pointer declarations: the group's inputs, the gradients of
+        its outputs, then the gradients it writes (one per input in `grad_inputs`)."""
         n_in, n_out = len(self.inputs), len(self.outputs)
-        nops = n_in + n_out + len(grad_inputs)
         decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"
                  for k, (_, dt, _) in enumerate(self.inputs)]
         decls += [f"const {ctype(self.steps[s][0])}* __restrict__ gout{j} = "
@@ -345,6 +342,16 @@ class Program:
         decls += [f"{ctype(self.inputs[k][1])}* __restrict__ gin{j} = "
                   f"({ctype(self.inputs[k][1])}*)p[{n_in + n_out + j}];"
                   for j, k in enumerate(grad_inputs)]
+        return decls
+
+    def row_backward_source(self, grad_inputs):
+        """The backward of a row group (Note [Fused backward]): per row the forward's
+        statistics, a pass that runs the backward of the steps after the reduction and
+        reduces what the reduction's backward needs (softmax: sum(g*y); log_softmax and
+        sum-type: sum(g)), then a pass through every step's backward."""
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        nops = n_in + n_out + len(grad_inputs)
+        decls = self._backward_pointers(grad_inputs)
         row_outs = set(self.row_outputs())
         unit = self._input_units() + [0 if j in row_outs else 1 for j in range(n_out)] + \
             [1] * len(grad_inputs)
@@ -532,14 +539,7 @@ class Program:
             return self.row_backward_source(grad_inputs)
         self._scalar = self.scalar_flags() + [False] * (len(self.outputs) + len(grad_inputs))
         n_in, n_out = len(self.inputs), len(self.outputs)
-        decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"
-                 for k, (_, dt, _) in enumerate(self.inputs)]
-        decls += [f"const {ctype(self.steps[s][0])}* __restrict__ gout{j} = "
-                  f"(const {ctype(self.steps[s][0])}*)p[{n_in + j}];"
-                  for j, s in enumerate(self.outputs)]
-        decls += [f"{ctype(self.inputs[k][1])}* __restrict__ gin{j} = "
-                  f"({ctype(self.inputs[k][1])}*)p[{n_in + n_out + j}];"
-                  for j, k in enumerate(grad_inputs)]
+        decls = self._backward_pointers(grad_inputs)
 
         def body(idx):
             lines, regs = self.forward_body(idx)
