@@ -24,6 +24,17 @@ bool cpu_capability_compiled(CpuCapability c);
 /// "default", "avx2" or "avx512".
 const char* cpu_capability_name(CpuCapability c);
 
+/// The widest vector the translation unit's capability flags allow, in bytes (GCC vector
+/// extensions: `T __attribute__((vector_size(kVecBytes)))`). Internal linkage, so each
+/// per-capability copy of a kernel file sees its own value.
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+#elif defined(__AVX2__)
+constexpr int kVecBytes = 32;
+#else
+constexpr int kVecBytes = 16;
+#endif
+
 }  // namespace ember::cpu
 
 #ifndef EMBER_CPU_CAPABILITY

@@ -193,13 +193,6 @@ void accumulate_kernel(const Tensor& a, const Tensor& b) {
 // a step's rows are read in place. The micro-kernel keeps MR rows by NR columns of the product in
 // MR * NR / lanes vector registers (as small_gemm.cpp's), and each panel is reused across all
 // of a step's row tiles while it sits in L1. Panels split over the thread pool.
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-#elif defined(__AVX2__)
-constexpr int kVecBytes = 32;
-#else
-constexpr int kVecBytes = 16;
-#endif
 constexpr int64_t kMR = 6;
 // Depth of one pass over a panel: kKC rows of NR columns (16 KiB of floats) stay in L1 while
 // every row tile of the step reads them.

@@ -26,15 +26,6 @@ constexpr int64_t kMR = 6;
 template <typename T>
 constexpr int64_t kNR = 64 / int64_t(sizeof(T));  // 16 floats, 8 doubles: one cache line
 
-/// The widest vector the capability has, in bytes.
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-#elif defined(__AVX2__)
-constexpr int kVecBytes = 32;
-#else
-constexpr int kVecBytes = 16;
-#endif
-
 /// acc[MR][NR] = (MR rows of op(A): row r's element p at a[r][p * acs]) @ (k rows of NR
 /// columns at b, row stride ldb), with the tile in kMR * NR / lanes vector registers.
 /// Spelled out with generic vectors of the capability's width: GCC keeps a plain array
