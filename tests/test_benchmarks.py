@@ -15,10 +15,8 @@ def test_bench_kernels_smoke():
         import bench_kernels
     finally:
         sys.path.remove(BENCH)
-    import ember  # the worker must time the ember these tests import
-    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [pkg_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    from child_env import child_env
+    env = child_env()  # the worker must time the ember these tests import
     p = subprocess.run([sys.executable, os.path.join(BENCH, "bench_kernels.py"), "--smoke",
                         "--threads", "1"], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

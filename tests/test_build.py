@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from child_env import child_env
 
 import ember
 
@@ -110,10 +111,8 @@ for p in sorted(maps):
 
 
 def test_one_libstdcxx_in_the_process():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PKG.parent), env.get("PYTHONPATH")]))
     p = subprocess.run([sys.executable, "-c", _MAPS_PROBE], capture_output=True,
-                       text=True, env=env, timeout=300)
+                       text=True, env=child_env(), timeout=300)
     assert p.returncode == 0, p.stderr[-4000:]
     lines = p.stdout.split()
     mapped = lines[1:]

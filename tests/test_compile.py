@@ -1,12 +1,12 @@
 """ember.compile: signatures, recompiles and their warnings, fallbacks, fullgraph, modules,
 gradients through fused kernels, the kernel cache across processes, the no-compiler path,
 logging, and the seeds' ratio_iou and chunked cross-entropy."""
-import os
 import subprocess
 import sys
 import warnings
 
 import pytest
+from child_env import child_env
 
 import ember
 import ember.nn as nn
@@ -14,7 +14,6 @@ import ember.nn.functional as F
 from ember._compile import _toolchain
 
 needs_cc = pytest.mark.skipif(_toolchain.compiler() is None, reason="no C++ compiler")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def ratio_iou(x1, y1, w1, h1, x2, y2, w2, h2):
@@ -247,8 +246,8 @@ def test_bad_arguments():
 
 
 def _run(code, env):
-    full = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), **env)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full,
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=child_env(**env),
                        timeout=300)
     assert r.returncode == 0, r.stderr
     return r

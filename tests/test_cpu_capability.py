@@ -5,19 +5,17 @@ AVX-512 and one copy is chosen at startup; EMBER_CPU_CAPABILITY lowers the choic
 Each capability runs in its own interpreter (the choice is made once, at load) and
 must compute what the others do."""
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from child_env import child_env
 
-import ember
 from ember.backends import cpu as ember_cpu
 
 ORDER = ["default", "avx2", "avx512"]
 # not resolve(): a staged package (tools/sanitize.sh) is a tree of symlinks
-PKG_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
 _PROBE = r"""
 import json, sys
@@ -84,8 +82,7 @@ print(json.dumps(out))
 
 
 def _run(capability):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PKG_PARENT, env.get("PYTHONPATH")]))
+    env = child_env()
     if capability is None:
         env.pop("EMBER_CPU_CAPABILITY", None)
     else:

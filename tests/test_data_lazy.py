@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from child_env import child_env
 
 import ember
 from ember.utils.data import (
@@ -339,7 +340,6 @@ def test_fork_child_destroys_a_prefetcher_of_its_parent(depth):
     # there used to join a thread that does not exist (a hang, or std::system_error and abort).
     r = subprocess.run([sys.executable, "-c", _FORK_CHILD_DESTROYS, str(depth)],
                        capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
-                           os.path.abspath(ember.__file__)))))
+                       env=child_env())
     assert r.returncode == 0, r.stderr[-2000:]
     assert "child status 0" in r.stdout and "parent batches 10" in r.stdout, r.stdout + r.stderr

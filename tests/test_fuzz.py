@@ -403,15 +403,12 @@ def test_fuzz_public_api(tmp_path):
     # A fixed default keeps CI reproducible; EMBER_FUZZ_SEED=random explores.
     seed_env = os.environ.get("EMBER_FUZZ_SEED", "0")
     seed = random.randrange(2**31) if seed_env == "random" else int(seed_env)
-    env = dict(os.environ)
+    from child_env import child_env
+    env = child_env()
     if "asan" in env.get("LD_PRELOAD", ""):
         env["ASAN_OPTIONS"] = ":".join(filter(None, [
             env.get("ASAN_OPTIONS", ""), "allocator_may_return_null=1",
             f"max_allocation_size_mb={MEMORY_LIMIT >> 20}"]))
-    # The child imports ember as this process did (PYTHONPATH, installed package).
-    import ember
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH", "")]))
     last_call = tmp_path / "last_call.txt"
     cmd = [sys.executable, os.path.abspath(__file__), "--child", str(seconds), str(seed),
            str(last_call)]

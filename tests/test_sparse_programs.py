@@ -8,8 +8,7 @@ import subprocess
 import sys
 
 import pytest
-
-import ember
+from child_env import EMBER_PARENT
 
 TORCH_PY = os.environ.get("TORCH_PYTHON", "/work/torchvenv/bin/python")
 
@@ -128,11 +127,6 @@ for name, make in [("SGD", lambda p: torch.optim.SGD(p, lr=0.5)),
     out[name] = [emb.weight.detach().numpy().tolist(), bag.weight.detach().numpy().tolist()]
 print(json.dumps(out))
 '''
-
-
-# The directory ember was imported from (the dev tree or the installed wheel), so
-# the child process imports the same build this test process does.
-EMBER_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
 
 def _run(python, source, env_extra):
