@@ -289,6 +289,43 @@ def test_world_of_one(world1):
     dist.barrier()
 
 
+def _thread_nices():
+    import os
+    return {int(t): os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")}
+
+
+@pytest.mark.parametrize("setting,want", [(None, 10), ("0", 0), ("19", 19)])
+def test_gloo_event_loop_runs_at_lower_priority(monkeypatch, setting, want):
+    # Note [Gloo event loop priority]: Gloo's loop thread spins while a rank's own thread holds
+    # a pair's lock; below the other threads' priority it no longer takes their cores.
+    if setting is None:
+        monkeypatch.delenv("EMBER_GLOO_LOOP_NICE", raising=False)
+    else:
+        monkeypatch.setenv("EMBER_GLOO_LOOP_NICE", setting)
+    before = _thread_nices()
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        after = _thread_nices()
+        new = {t: n for t, n in after.items() if t not in before}
+        own = _thread_nices()[__import__("threading").get_native_id()]
+        assert new and set(new.values()) == {max(want, own)}, new
+        assert {t: after[t] for t in before if t in after} == before  # nothing else changed
+        t = ember.ones(3)
+        dist.all_reduce(t)
+        np.testing.assert_array_equal(t.numpy(), np.ones(3))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("bad", ["x", "-1", "20", "5x"])
+def test_gloo_event_loop_priority_setting_errors(monkeypatch, bad):
+    monkeypatch.setenv("EMBER_GLOO_LOOP_NICE", bad)
+    with pytest.raises(ValueError, match=f"EMBER_GLOO_LOOP_NICE must be an integer from 0 to 19, "
+                                         f"got '{bad}'"):
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    assert not dist.is_initialized()
+
+
 def test_init_errors():
     with pytest.raises(ValueError, match="Invalid backend"):
         dist.init_process_group("carrier-pigeon", store=dist.HashStore(), rank=0, world_size=1)
