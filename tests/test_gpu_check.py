@@ -72,3 +72,25 @@ def test_script_parses_and_rejects_unknown_options():
     assert p.returncode == 2 and "unknown option --frobnicate" in p.stderr
     p = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "--only-failed" in p.stdout and "--dry-run" in p.stdout
+
+
+def _memcheck_ids():
+    text = SCRIPT.read_text()
+    body = text[text.index("MEMCHECK=(") + len("MEMCHECK=("):]
+    body = body[:body.index("\n)")]
+    return [line.split("#")[0].strip().strip('"') for line in body.splitlines()
+            if line.split("#")[0].strip()]
+
+
+def test_every_memcheck_node_id_collects_a_test():
+    # A parametrized id collects one item per parameter set (devices differ between this
+    # machine and a GPU's); an id that collects nothing would make the GPU run fail.
+    ids = _memcheck_ids()
+    assert len(ids) > 20 and all("::" in i for i in ids), ids
+    from child_env import child_env
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+                        "no:cacheprovider", *ids], capture_output=True, text=True, cwd=ROOT,
+                       env=child_env(), timeout=300)
+    got = [line for line in p.stdout.splitlines() if "::" in line]
+    missing = [i for i in ids if not any(g == i or g.startswith(i + "[") for g in got)]
+    assert not missing, p.stdout[-3000:] + p.stderr[-3000:]
