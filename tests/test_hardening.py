@@ -514,7 +514,13 @@ def test_interpolate_huge_scale_is_a_clear_error():
 def test_bad_alloc_is_a_runtime_error():
     # a C++ container too large for the machine (std::bad_alloc) is a clear RuntimeError
     with pytest.raises(RuntimeError, match="out of memory: a host allocation failed"):
+        ember.repeat_interleave(ember.tensor([2**40, 2**40]))
+    # where the output is allocated before the index tables, the allocator names the size
+    with pytest.raises(RuntimeError, match="CPU allocator: out of memory allocating "
+                                           "8796093022208 bytes"):
         ember.repeat_interleave(ember.ones(2), ember.tensor([2**40, 2**40]))
+    with pytest.raises(RuntimeError, match="CPU allocator: out of memory allocating"):
+        ember.repeat_interleave(ember.ones(2), 2**40)
 
 
 def test_vision_resize_zero_is_a_value_error():
@@ -608,3 +614,28 @@ def test_dead_code_removed():
     np.testing.assert_allclose((w.T @ w).numpy(), np.eye(3), atol=1e-5)
     init.trunc_normal_(w, std=0.02)
     assert w.abs().max().item() <= 2.0
+
+
+def test_unfold_and_conv_with_a_stride_near_int64_max():
+    # the valid-tap range used ceil(x / s) as (x + s - 1) / s, which overflowed (UBSan) here
+    x = ember.arange(16.0).reshape(1, 1, 4, 4)
+    got = F.unfold(x, 2, stride=2**63 - 1)
+    np.testing.assert_array_equal(got.numpy(), np.array([[[0.0], [1.0], [4.0], [5.0]]]))
+    y = F.conv2d(x, ember.ones(1, 1, 2, 2), stride=2**62)
+    np.testing.assert_array_equal(y.numpy(), np.full((1, 1, 1, 1), 10.0))
+    # a padding whose output area overflows int64 is an error, not an overflow in the kernel
+    with pytest.raises(RuntimeError, match="conv2d: integer overflow computing 4294967297 \\* "
+                                           "4294967297"):
+        F.conv2d(ember.ones(1, 1, 3, 3), ember.ones(1, 1, 1, 1), padding=2**31 - 1)
+
+
+def test_block_diag_and_diag_embed_sizes_near_int64_max():
+    # sums of sizes were unchecked (UBSan, tests/test_fuzz_hostile.py's sizes stage)
+    with pytest.raises(RuntimeError, match="block_diag: integer overflow computing 1 \\+ "):
+        ember.block_diag(ember.ones(1, 1), ember.zeros(2**63 - 1, 0))
+    with pytest.raises(RuntimeError, match="diag_embed: integer overflow computing 2 \\+ "):
+        ember.diag_embed(ember.ones(2), offset=2**63 - 1)
+    with pytest.raises(RuntimeError, match="diag_embed: offset -9223372036854775808 is out of"):
+        ember.diag_embed(ember.ones(2), offset=-2**63)
+    np.testing.assert_array_equal(ember.diag_embed(ember.tensor([1.0, 2.0]), offset=-1).numpy(),
+                                  np.diag([1.0, 2.0], k=-1))

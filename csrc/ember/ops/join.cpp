@@ -29,12 +29,19 @@ void check_devices(const std::vector<Tensor>& ts, const char* op) {
 // PyTorch legacy: a 1-d tensor with no elements is ignored by cat.
 bool cat_skips(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
 
-// Runs the index-remap kernel into a new contiguous tensor of `sizes`.
-Tensor remap(const Tensor& a, const Shape& sizes, const RemapTables& tables) {
-  Tensor out = empty(sizes, a.dtype(), a.device());
+// Runs the index-remap kernel into `out` (a new contiguous tensor). Callers whose tables grow
+// with a user's size allocate `out` before building them: a size too large for the machine then
+// fails in the tensor allocator (a RuntimeError) before a table of that length is requested
+// from operator new, which the sanitizers' allocator aborts on instead of throwing.
+Tensor remap_into(Tensor out, const Tensor& a, const RemapTables& tables) {
   if (out.numel() == 0) return out;
   index_remap_stub.get(a.device())(out, a, tables);
   return out;
+}
+
+// Runs the index-remap kernel into a new contiguous tensor of `sizes`.
+Tensor remap(const Tensor& a, const Shape& sizes, const RemapTables& tables) {
+  return remap_into(empty(sizes, a.dtype(), a.device()), a, tables);
 }
 
 // Offset tables that read `a` unchanged (callers replace the dims they move).
@@ -347,12 +354,13 @@ Tensor repeat_interleave(const Tensor& a, int64_t repeats, std::optional<int64_t
   if (checked_numel(out_sizes) == 0) {
     out = empty(out_sizes, in.dtype(), in.device());
   } else {
+    out = empty(out_sizes, in.dtype(), in.device());  // before the table (see remap_into)
     RemapTables tables = identity_tables(in);
     std::vector<int64_t>& t = tables[d];
     int64_t st = in.strides()[d];
     t.resize(size_t(out_sizes[d]));
     for (int64_t j = 0; j < out_sizes[d]; ++j) t[j] = (j / repeats) * st;
-    out = remap(in, out_sizes, tables);
+    out = remap_into(out, in, tables);
   }
   if (scope.rec) {
     scope.done();
@@ -386,15 +394,16 @@ Tensor repeat_interleave(const Tensor& a, const Tensor& repeats, std::optional<i
     total = checked_add(total, r, "repeat_interleave");
   }
   autograd::RecordScope scope({&in});
+  Shape out_sizes = in.sizes();
+  out_sizes[d] = total;
+  Tensor out = empty(out_sizes, in.dtype(), in.device());  // before the table (see remap_into)
   RemapTables tables = identity_tables(in);
   std::vector<int64_t>& t = tables[d];
   t.clear();
   t.reserve(size_t(total));
   int64_t st = in.strides()[d];
   for (size_t i = 0; i < reps.size(); ++i) t.insert(t.end(), size_t(reps[i]), int64_t(i) * st);
-  Shape out_sizes = in.sizes();
-  out_sizes[d] = total;
-  Tensor out = remap(in, out_sizes, tables);
+  out = remap_into(out, in, tables);
   if (scope.rec) {
     scope.done();
     std::vector<int64_t> idx;

@@ -453,6 +453,10 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
       s.g.out[j] = in;
     }
   }
+  // checked: a huge padding gives spatial sizes whose product overflows (2**31 per dim: found
+  // by tests/test_fuzz_hostile.py under UBSan); the kernels take out_numel()/in_numel()
+  for (const int64_t* v : {s.g.out, s.g.in})
+    (void)checked_mul(checked_mul(v[0], v[1], op.c_str()), v[2], op.c_str());
   Tensor y;
   if (!transposed) {
     s.g.channels = C;

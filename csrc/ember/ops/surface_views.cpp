@@ -1,5 +1,6 @@
 // Shape helpers and views with PyTorch's extra spellings (ops/surface.h).
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "ember/autograd/functions.h"
@@ -318,8 +319,8 @@ Tensor block_diag(const std::vector<Tensor>& ts) {
                : t.dim() == 1 ? reshape(t, Shape{1, t.numel()})
                               : reshape(t, Shape{1, 1});
     dt = promote_types(dt, t.dtype());
-    rows += m.sizes()[0];
-    cols += m.sizes()[1];
+    rows = checked_add(rows, m.sizes()[0], "block_diag");
+    cols = checked_add(cols, m.sizes()[1], "block_diag");
     mats.push_back(m);
   }
   Tensor out = zeros(Shape{rows, cols}, dt, dev);
@@ -496,7 +497,9 @@ Tensor diag_embed(const Tensor& a, int64_t offset, int64_t dim1, int64_t dim2) {
   dim2 = wrap_dim(dim2, nd);
   EMBER_CHECK(dim1 != dim2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
   EMBER_CHECK(a.dim() >= 1, "diag_embed: expected a tensor with at least 1 dimension");
-  int64_t n = a.sizes().back() + std::abs(offset);
+  EMBER_CHECK(offset > std::numeric_limits<int64_t>::min(), "diag_embed: offset ", offset,
+              " is out of range");
+  int64_t n = checked_add(a.sizes().back(), std::abs(offset), "diag_embed");
   Shape sz;
   int64_t k = 0;
   for (int64_t i = 0; i < nd; ++i) {

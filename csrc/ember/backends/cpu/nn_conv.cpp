@@ -21,8 +21,9 @@ inline void valid_range(int64_t n, int64_t s, int64_t p, int64_t off, int64_t si
                         int64_t& hi) {
   // o * s >= p - off  and  o * s < size + p - off
   const int64_t a = p - off, b = size + p - off;
-  lo = a <= 0 ? 0 : (a + s - 1) / s;
-  hi = b <= 0 ? 0 : (b + s - 1) / s;
+  // ceil(x / s) as (x - 1) / s + 1: x + s - 1 overflows for a stride near INT64_MAX
+  lo = a <= 0 ? 0 : (a - 1) / s + 1;
+  hi = b <= 0 ? 0 : (b - 1) / s + 1;
   lo = std::min(lo, n);
   hi = std::min(std::max(hi, lo), n);
 }
