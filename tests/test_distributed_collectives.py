@@ -1,6 +1,9 @@
 """Every collective of ember.distributed on 2 and 4 ranks of the gloo backend (forked processes
 on loopback), compared with NumPy: each rank's input is a known function of its rank, so the
 expected result is computed here from all of them."""
+import os
+import threading
+
 import numpy as np
 import pytest
 from dist_helpers import assert_close, run_ranks
@@ -290,7 +293,6 @@ def test_world_of_one(world1):
 
 
 def _thread_nices():
-    import os
     return {int(t): os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")}
 
 
@@ -307,7 +309,7 @@ def test_gloo_event_loop_runs_at_lower_priority(monkeypatch, setting, want):
     try:
         after = _thread_nices()
         new = {t: n for t, n in after.items() if t not in before}
-        own = _thread_nices()[__import__("threading").get_native_id()]
+        own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         assert new and set(new.values()) == {max(want, own)}, new
         assert {t: after[t] for t in before if t in after} == before  # nothing else changed
         t = ember.ones(3)

@@ -350,17 +350,14 @@ Tensor repeat_interleave(const Tensor& a, int64_t repeats, std::optional<int64_t
   // Output index j along d reads input index j / repeats (Note [Index remap]).
   Shape out_sizes = in.sizes();
   out_sizes[d] = checked_mul(in.sizes()[d], repeats, "repeat_interleave");
-  Tensor out;
-  if (checked_numel(out_sizes) == 0) {
-    out = empty(out_sizes, in.dtype(), in.device());
-  } else {
-    out = empty(out_sizes, in.dtype(), in.device());  // before the table (see remap_into)
+  Tensor out = empty(out_sizes, in.dtype(), in.device());  // before the table (see remap_into)
+  if (out.numel() > 0) {
     RemapTables tables = identity_tables(in);
     std::vector<int64_t>& t = tables[d];
     int64_t st = in.strides()[d];
     t.resize(size_t(out_sizes[d]));
     for (int64_t j = 0; j < out_sizes[d]; ++j) t[j] = (j / repeats) * st;
-    out = remap_into(out, in, tables);
+    remap_into(out, in, tables);
   }
   if (scope.rec) {
     scope.done();

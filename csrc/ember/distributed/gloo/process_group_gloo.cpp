@@ -138,7 +138,10 @@ int loop_nice() {
   return int(n);
 }
 
-// Lowers the priority of the threads started since `before` was taken (Gloo's loop thread).
+// Lowers the priority of the threads started since `before` was taken: Gloo's loop thread, the
+// only thread CreateDevice starts (Debian's Gloo does not name it, so it is found by difference).
+// A thread another Python thread happened to start in that window would be lowered too; the
+// cost is that thread's priority, never a wrong result.
 void lower_new_threads(const std::vector<long>& before, int nice) {
   if (nice == 0) return;
   for (long tid : thread_ids())
