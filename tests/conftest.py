@@ -27,5 +27,17 @@ def device(request):
 
 
 @pytest.fixture
+def compare_device(device):
+    """The device-comparison tests (test_kernels_*.py, device_compare.py) run their comparison
+    against the CPU on `device`: CUDA's kernels against the CPU's, or on "cpu" CPU against CPU,
+    which checks the tests themselves."""
+    import device_compare
+
+    device_compare._DEV = device
+    yield device
+    device_compare._DEV = None
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(0)

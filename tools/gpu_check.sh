@@ -48,40 +48,40 @@ done
 # One small test per CUDA kernel family, for compute-sanitizer (pytest node ids; the dry run
 # checks that each exists).
 MEMCHECK=(
-  tests/test_cuda.py::test_device_round_trips_and_fills                          # copy, fill
-  "tests/test_cuda_kernels.py::test_unary_out_and_inplace[float32]"              # elementwise
-  "tests/test_cuda_kernels.py::test_unary_out_and_inplace[int64]"
-  tests/test_cuda_kernels.py::test_binary_mixed_dtypes_out_and_inplace
-  tests/test_cuda_kernels.py::test_sum_mean_prod                                 # reductions
-  tests/test_cuda_kernels.py::test_var_std
-  tests/test_cuda_kernels.py::test_amax_amin_max_min_argmax_argmin
-  tests/test_cuda_kernels.py::test_matmul_gradients_match                        # cuBLAS(Lt)
-  "tests/test_cuda_kernels.py::test_linear_bias_epilogue[float32]"
-  tests/test_cuda_kernels.py::test_draws_advance_the_generator_alike             # random
-  "tests/test_cuda_kernels.py::test_softmax_backward[True-float32]"              # softmax
-  "tests/test_cuda_nn_act_loss.py::test_activation_backward[gelu-float32]"       # activations
-  "tests/test_cuda_nn_act_loss.py::test_nll_cross_entropy[cross_entropy-float32]" # losses
-  tests/test_cuda_norm_pool.py::test_layer_norm_noncontiguous_and_special        # norms
-  tests/test_cuda_norm_pool.py::test_max_pool_errors                             # pooling
-  "tests/test_cuda_conv.py::test_conv_unbatched_and_batch_of_one[cudnn]"         # conv
-  "tests/test_cuda_conv.py::test_conv_unbatched_and_batch_of_one[im2col]"
-  "tests/test_cuda_index_scan.py::test_index_select_take_gather[float32]"        # indexing
-  "tests/test_cuda_index_scan.py::test_nonzero[float32]"
-  "tests/test_cuda_index_scan.py::test_cumsum_cumprod[float32]"                  # scans
-  "tests/test_cuda_sort.py::test_topk[True-float32]"                             # sort
-  "tests/test_cuda_sort.py::test_sort_grad[float32]"
-  tests/test_cuda_optim_factory.py::test_optimizer_noncontiguous_and_empty_params  # optimizers
-  tests/test_cuda_optim_factory.py::test_multinomial_error_reports_first_bad_row # factories
-  tests/test_cuda_optim_factory.py::test_cdist_special_values_match_cpu          # distance
-  "tests/test_cuda_rnn_attention.py::test_rnn_16bit[float16]"                    # recurrent
-  "tests/test_cuda_rnn_attention.py::test_sdpa_fully_masked_rows[float32]"       # attention
-  "tests/test_cuda_linalg.py::test_solve_broadcast_and_noncontiguous[float32]"   # cuSOLVER
-  tests/test_cuda_runtime.py::test_streams_events_on_gpu                         # runtime
+  tests/test_cuda.py::test_device_round_trips_and_fills                                        # copy, fill
+  "tests/test_kernels_core.py::test_unary_out_and_inplace[cuda-float32]"                       # elementwise
+  "tests/test_kernels_core.py::test_unary_out_and_inplace[cuda-int64]"
+  "tests/test_kernels_core.py::test_binary_mixed_dtypes_out_and_inplace[cuda]"
+  "tests/test_kernels_core.py::test_sum_mean_prod[cuda]"                                       # reductions
+  "tests/test_kernels_core.py::test_var_std[cuda]"
+  "tests/test_kernels_core.py::test_amax_amin_max_min_argmax_argmin[cuda]"
+  "tests/test_kernels_core.py::test_matmul_gradients_match[cuda]"                              # cuBLAS(Lt)
+  "tests/test_kernels_core.py::test_linear_bias_epilogue[cuda-float32]"
+  "tests/test_kernels_core.py::test_draws_advance_the_generator_alike[cuda]"                   # random
+  "tests/test_kernels_core.py::test_softmax_backward[cuda-True-float32]"                       # softmax
+  "tests/test_kernels_nn_act_loss.py::test_activation_backward[cuda-gelu-float32]"             # activations
+  "tests/test_kernels_nn_act_loss.py::test_nll_cross_entropy[cuda-cross_entropy-float32]"      # losses
+  "tests/test_kernels_norm_pool.py::test_layer_norm_noncontiguous_and_special[cuda]"           # norms
+  "tests/test_kernels_norm_pool.py::test_max_pool_errors[cuda]"                                # pooling
+  "tests/test_kernels_conv.py::test_conv_unbatched_and_batch_of_one[cudnn-cuda]"               # conv
+  "tests/test_kernels_conv.py::test_conv_unbatched_and_batch_of_one[im2col-cuda]"
+  "tests/test_kernels_index_scan.py::test_index_select_take_gather[cuda-float32]"              # indexing
+  "tests/test_kernels_index_scan.py::test_nonzero[cuda-float32]"
+  "tests/test_kernels_index_scan.py::test_cumsum_cumprod[cuda-float32]"                        # scans
+  "tests/test_kernels_sort.py::test_topk[cuda-True-float32]"                                   # sort
+  "tests/test_kernels_sort.py::test_sort_grad[cuda-float32]"
+  "tests/test_kernels_optim_factory.py::test_optimizer_noncontiguous_and_empty_params[cuda]"   # optimizers
+  "tests/test_kernels_optim_factory.py::test_multinomial_error_reports_first_bad_row[cuda]"    # factories
+  "tests/test_kernels_optim_factory.py::test_cdist_special_values_match_cpu[cuda]"             # distance
+  "tests/test_kernels_rnn_attention.py::test_rnn_16bit[cuda-float16]"                          # recurrent
+  "tests/test_kernels_rnn_attention.py::test_sdpa_fully_masked_rows[cuda-float32]"             # attention
+  "tests/test_kernels_linalg.py::test_solve_broadcast_and_noncontiguous[cuda-float32]"         # cuSOLVER
+  tests/test_cuda_runtime.py::test_streams_events_on_gpu                                       # runtime
   tests/test_cuda_runtime.py::test_memory_stats_on_gpu
-  tests/test_hardening.py::test_logcumsumexp_running_max                         # log-scan
-  tests/test_sparse.py::test_coalesce_large_random                               # sparse
-  tests/test_sparse_ops.py::test_sparse_dense_products                           # cuSPARSE
-  tests/test_cuda_distributed.py::test_nccl_collectives_world_of_one             # NCCL
+  tests/test_hardening.py::test_logcumsumexp_running_max                                       # log-scan
+  tests/test_sparse.py::test_coalesce_large_random                                             # sparse
+  tests/test_sparse_ops.py::test_sparse_dense_products                                         # cuSPARSE
+  tests/test_cuda_distributed.py::test_nccl_collectives_world_of_one                           # NCCL
 )
 # What comes back from a device run: at most 8 files under $OUT.
 OUT_FILES=(summary.md env.txt build.log tests.log junit.xml memcheck.log quickstart.log bench.log)
@@ -154,10 +154,18 @@ dry_run() {
     || fail "test collection found only $n tests (is ember importable by $PY?)"
   "$PY" -c "import pytest_timeout" 2>/dev/null || echo "  note  pytest-timeout is not installed here (the GPU image has it)"
   # 4. memcheck: every node id exists (a parametrized test's id collects one item per
-  # parameter set, and its device parameters differ here from a GPU machine's)
-  local collected id missing=()
-  collected=$("$PY" -m pytest --collect-only -q -p no:cacheprovider "${MEMCHECK[@]}" 2>&1 | grep '::')
-  for id in "${MEMCHECK[@]}"; do
+  # parameter set, and its device parameters differ here from a GPU machine's: without a GPU,
+  # a test_kernels_*.py id with the parameter "cuda" is checked through its CPU twin, "cpu")
+  # (pytest lists nothing when any id it is given is not found: give it only those that
+  # should exist here)
+  local collected id ids=() missing=()
+  if "$PY" -c "import ember, sys; sys.exit(0 if ember.cuda.is_available() else 1)" 2>/dev/null; then
+    ids=("${MEMCHECK[@]}")
+  else
+    for id in "${MEMCHECK[@]}"; do ids+=("$(sed -E 's/([[-])cuda([]-])/\1cpu\2/' <<<"$id")"); done
+  fi
+  collected=$("$PY" -m pytest --collect-only -q -p no:cacheprovider "${ids[@]}" 2>&1 | grep '::')
+  for id in "${ids[@]}"; do
     grep -qxF "$id" <<<"$collected" || grep -qF "$id[" <<<"$collected" || missing+=("$id")
   done
   [ ${#missing[@]} -eq 0 ] && ok "memcheck: ${#MEMCHECK[@]} tests over the CUDA kernel families" \

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ember/core/device_guard.h"
 #include "ember/core/error.h"
 #include "ember/core/tls.h"
 
@@ -225,6 +226,7 @@ CpuAllocatorStats cpu_allocator_stats() { return the_cpu_allocator().stats(); }
 void cpu_allocator_empty_cache() { the_cpu_allocator().empty_cache(); }
 
 void (*lazy_device_init_hook)(DeviceType t) = nullptr;
+DeviceHooks cuda_device_hooks;  // Note [Device guard]; set by ember._C_cuda
 
 Allocator* allocator_for(Device d) {
   if (d.is_cpu()) return cpu_allocator();

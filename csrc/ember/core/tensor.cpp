@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "ember/core/device_guard.h"
 #include "ember/core/inference_mode.h"
 #include "ember/core/sparse.h"
 #include "ember/core/tls.h"
@@ -194,6 +195,7 @@ bool Tensor::is_contiguous() const {
 }
 
 Storage make_storage(size_t nbytes, Device device) {
+  DeviceGuard guard(device);  // the CUDA allocator allocates on the current device
   DataPtr d = allocator_for(device)->allocate(nbytes);
   return std::make_shared<StorageImpl>(d, nbytes, device);
 }

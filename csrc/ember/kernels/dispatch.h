@@ -1,6 +1,7 @@
 // dtype dispatch and the kernel registry.
 #pragma once
 #include "ember/core/device.h"
+#include "ember/core/device_guard.h"
 #include "ember/core/dtype.h"
 #include "ember/core/error.h"
 #include "ember/core/profiler.h"
@@ -88,11 +89,18 @@ struct BoundKernel<R (*)(A...)> {
   using FnPtr = R (*)(A...);
   FnPtr fn;
   const char* name;
-  bool on_device = false;  // a CUDA kernel: timed on its stream under ProfilerActivity.CUDA
+  Device device;  // a CUDA kernel runs with its device current (Note [Device guard]) and is
+                  // timed on its stream under ProfilerActivity.CUDA
   template <typename... U>
   R operator()(U&&... u) const {
+    if (device.is_cpu()) return call(std::forward<U>(u)...);
+    DeviceGuard guard(device);
+    return call(std::forward<U>(u)...);
+  }
+  template <typename... U>
+  R call(U&&... u) const {
     if (!profiler::enabled()) return fn(std::forward<U>(u)...);
-    profiler::RecordScope scope(name, profiler::EventKind::Op, on_device);
+    profiler::RecordScope scope(name, profiler::EventKind::Op, !device.is_cpu());
     if (scope.wants_shapes()) (scope.add_input(u), ...);
     return fn(std::forward<U>(u)...);
   }
@@ -108,7 +116,7 @@ struct DispatchStub {
     if (trace_state::outermost()) trace_state::untraced(name);  // Note [Tracing] (jit/tracer.h)
     Fn f = fns[int(d.type)];
     EMBER_CHECK(f, '"', name, "\" not implemented for '", d.is_cpu() ? "CPU" : "CUDA", "'");
-    return BoundKernel<Fn>{f, name, !d.is_cpu()};
+    return BoundKernel<Fn>{f, name, d};
   }
 };
 

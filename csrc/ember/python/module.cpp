@@ -9,6 +9,7 @@
 #include "ember/core/error.h"
 #include "ember/core/flags.h"
 #include "ember/core/parallel.h"
+#include "ember/kernels/registration.h"
 #include "ember/ops/out.h"
 #include "ember/python/bind.h"
 
@@ -166,6 +167,14 @@ PYBIND11_MODULE(_C, m) {
       if (ember::cpu::cpu_capability_compiled(ember::cpu::CpuCapability(c)))
         names.push_back(ember::cpu::cpu_capability_name(ember::cpu::CpuCapability(c)));
     return names;
+  });
+  // The kernel families registered per device (Note [Kernel registration]); "cuda" lists
+  // nothing until ember._C_cuda is loaded.
+  m.def("_kernel_families", [](const std::string& device) {
+    EMBER_CHECK_VALUE(device == "cpu" || device == "cuda",
+                      "_kernel_families: device must be 'cpu' or 'cuda', got '", device, "'");
+    return ember::kernel_families(device == "cpu" ? ember::DeviceType::CPU
+                                                  : ember::DeviceType::CUDA);
   });
   m.def("_get_supported_cpu_capability", [] {
     return std::string(ember::cpu::cpu_capability_name(ember::cpu::supported_cpu_capability()));

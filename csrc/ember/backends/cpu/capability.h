@@ -4,10 +4,12 @@
 // each of them once per capability with -DEMBER_CPU_CAPABILITY=DEFAULT|AVX2|AVX512
 // and the matching -m flags; EMBER_CPU_NS names a namespace per capability so
 // that the copies' non-inline code (loops.h, reduce_engine.h) never merges.
-// Each copy's Registrar fills the DispatchStubs only when
-// `cpu_capability_selected(kThisCapability)`.
+// Each copy's registration (EMBER_REGISTER_CPU_KERNELS) fills the DispatchStubs only in
+// the selected copy.
 #pragma once
 #include <cstdint>
+
+#include "ember/kernels/registration.h"
 
 namespace ember::cpu {
 
@@ -37,7 +39,10 @@ constexpr int kVecBytes = 16;
 
 }  // namespace ember::cpu
 
-#ifndef EMBER_CPU_CAPABILITY
+#ifdef EMBER_CPU_CAPABILITY
+#define EMBER_CPU_DISPATCHED 1  // this file is compiled once per capability
+#else
+#define EMBER_CPU_DISPATCHED 0
 #define EMBER_CPU_CAPABILITY DEFAULT
 #endif
 #define EMBER_CPU_NS_CAT2(a) cap_##a
@@ -48,3 +53,9 @@ constexpr int kVecBytes = 16;
 /// True in the one compiled copy whose kernels are to be registered.
 #define EMBER_CPU_CAPABILITY_SELECTED() \
   (::ember::cpu::selected_cpu_capability() == EMBER_THIS_CPU_CAPABILITY)
+
+/// A CPU kernel file's registration (Note [Kernel registration], kernels/registration.h):
+/// in a file compiled once per capability only the selected copy registers; any other file
+/// always does.
+#define EMBER_REGISTER_CPU_KERNELS(family) \
+  EMBER_REGISTER_KERNELS_IF(CPU, family, !EMBER_CPU_DISPATCHED || EMBER_CPU_CAPABILITY_SELECTED())

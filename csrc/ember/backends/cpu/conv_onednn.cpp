@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/conv_onednn.h"
 #include "ember/core/flags.h"
 #include "ember/core/parallel.h"
@@ -433,15 +434,13 @@ bool onednn_bwd(const Tensor& gx, const Tensor& gw, const Tensor& x, const Tenso
   return true;
 }
 
-struct Registrar {
-  Registrar() {
-    // the slots are filled only where the library loads (on first use of a slot
-    // would do too, but is_available() must answer without running a convolution)
-    if (!api()) return;
-    conv_engine_fwd_stub.fns[int(DeviceType::CPU)] = onednn_fwd;
-    conv_engine_bwd_stub.fns[int(DeviceType::CPU)] = onednn_bwd;
-  }
-} registrar;
+EMBER_REGISTER_CPU_KERNELS(conv_onednn) {
+  // the slots are filled only where the library loads (on first use of a slot
+  // would do too, but is_available() must answer without running a convolution)
+  if (!api()) return;
+  conv_engine_fwd_stub.fns[int(DeviceType::CPU)] = onednn_fwd;
+  conv_engine_bwd_stub.fns[int(DeviceType::CPU)] = onednn_bwd;
+}
 
 }  // namespace
 

@@ -13,67 +13,13 @@
 
 #include "ember/backends/cpu/capability.h"
 #include "ember/core/parallel.h"
+#include "ember/kernels/distance_math.h"
 #include "ember/kernels/stubs/distance.h"
 
 namespace ember::cpu {
 namespace {
 
 constexpr int64_t kBlock = 64;  // output columns accumulated together
-
-// One accumulation rule per p: step folds a difference into the running value,
-// finish turns it into the distance.
-struct PZero {
-  template <typename T>
-  static T step(T acc, T d, T) {
-    // PyTorch counts min(ceil(|d|), 1): a NaN difference makes the distance NaN.
-    const T one = d != T(0) ? T(1) : T(0);
-    return acc + (d == d ? one : d);
-  }
-  template <typename T>
-  static T finish(T acc, T) {
-    return acc;
-  }
-};
-struct POne {
-  template <typename T>
-  static T step(T acc, T d, T) {
-    return acc + std::abs(d);
-  }
-  template <typename T>
-  static T finish(T acc, T) {
-    return acc;
-  }
-};
-struct PTwo {
-  template <typename T>
-  static T step(T acc, T d, T) {
-    return acc + d * d;
-  }
-  template <typename T>
-  static T finish(T acc, T) {
-    return std::sqrt(acc);
-  }
-};
-struct PInf {
-  template <typename T>
-  static T step(T acc, T d, T) {
-    return std::max(acc, std::abs(d));
-  }
-  template <typename T>
-  static T finish(T acc, T) {
-    return acc;
-  }
-};
-struct PGeneral {
-  template <typename T>
-  static T step(T acc, T d, T p) {
-    return acc + std::pow(std::abs(d), p);
-  }
-  template <typename T>
-  static T finish(T acc, T p) {
-    return std::pow(acc, T(1) / p);
-  }
-};
 
 // acc[0, n) over all M features; N > 0 fixes the block width at compile time.
 template <typename Op, int64_t N, typename T>
@@ -116,24 +62,10 @@ void cdist_typed(const Tensor& out, const Tensor& x1, const Tensor& x2t, T p) {
 }
 
 void cdist_kernel(const Tensor& out, const Tensor& x1, const Tensor& x2t, double p) {
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    const T tp = T(p);
-    if (p == 0)
-      cdist_typed<PZero, T>(out, x1, x2t, tp);
-    else if (p == 1)
-      cdist_typed<POne, T>(out, x1, x2t, tp);
-    else if (p == 2)
-      cdist_typed<PTwo, T>(out, x1, x2t, tp);
-    else if (std::isinf(p))
-      cdist_typed<PInf, T>(out, x1, x2t, tp);
-    else
-      cdist_typed<PGeneral, T>(out, x1, x2t, tp);
-  };
-  if (out.dtype() == DType::Float64)
-    run(double{});
-  else
-    run(float{});
+  distance_math::with_rule(p, out.dtype() == DType::Float64, [&](auto rule, auto t) {
+    using T = decltype(t);
+    cdist_typed<decltype(rule), T>(out, x1, x2t, T(p));
+  });
 }
 
 // Squared row norms of a (rows, M) contiguous matrix, summed in double.
@@ -177,14 +109,11 @@ void euclidean_finish_kernel(const Tensor& out, const Tensor& x1, const Tensor& 
     euclidean_typed<float>(out, x1, x2);
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    constexpr int cpu = int(DeviceType::CPU);
-    cdist_stub.fns[cpu] = &cdist_kernel;
-    euclidean_finish_stub.fns[cpu] = &euclidean_finish_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(distance) {
+  constexpr int cpu = int(DeviceType::CPU);
+  cdist_stub.fns[cpu] = &cdist_kernel;
+  euclidean_finish_stub.fns[cpu] = &euclidean_finish_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

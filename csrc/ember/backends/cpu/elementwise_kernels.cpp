@@ -156,23 +156,20 @@ void fill_kernel(TensorIterator& it, Scalar v) {
   });
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    constexpr int cpu = int(DeviceType::CPU);
+EMBER_REGISTER_CPU_KERNELS(elementwise) {
+  constexpr int cpu = int(DeviceType::CPU);
 #define EMBER_REG_UNARY(n, F, k) \
   unary_stubs[int(UnaryOp::n)].fns[cpu] = &elementwise::unary_kernel<fn::F, Kind::k, CpuLoops>;
-    EMBER_UNARY_OPS(EMBER_REG_UNARY)
+  EMBER_UNARY_OPS(EMBER_REG_UNARY)
 #undef EMBER_REG_UNARY
 #define EMBER_REG_BINARY(n, F, k) \
   binary_stubs[int(BinaryOp::n)].fns[cpu] = &elementwise::binary_kernel<fn::F, Kind::k, CpuLoops>;
-    EMBER_BINARY_OPS(EMBER_REG_BINARY)
+  EMBER_BINARY_OPS(EMBER_REG_BINARY)
 #undef EMBER_REG_BINARY
-    copy_stub.fns[cpu] = &copy_kernel;
-    where_stub.fns[cpu] = &where_kernel;
-    fill_stub.fns[cpu] = &fill_kernel;
-  }
-} g_registrar;
+  copy_stub.fns[cpu] = &copy_kernel;
+  where_stub.fns[cpu] = &where_kernel;
+  fill_stub.fns[cpu] = &fill_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

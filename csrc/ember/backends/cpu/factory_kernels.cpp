@@ -1,6 +1,7 @@
 // CPU kernels of the range factories (arange, linspace, logspace).
 #include <cmath>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/functors.h"
 #include "ember/kernels/stubs/factory.h"
@@ -61,13 +62,11 @@ void linspace_kernel(const Tensor& out, double start, double end, std::optional<
   });
 }
 
-struct Registrar {
-  Registrar() {
-    constexpr int cpu = int(DeviceType::CPU);
-    arange_stub.fns[cpu] = &arange_kernel;
-    linspace_stub.fns[cpu] = &linspace_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(factory) {
+  constexpr int cpu = int(DeviceType::CPU);
+  arange_stub.fns[cpu] = &arange_kernel;
+  linspace_stub.fns[cpu] = &linspace_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

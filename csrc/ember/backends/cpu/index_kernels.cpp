@@ -2,6 +2,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/kernels/functors.h"
 #include "ember/kernels/stubs/index.h"
 
@@ -153,15 +154,13 @@ Tensor nonzero_kernel(const Tensor& self) {
   });
 }
 
-struct Registrar {
-  Registrar() {
-    constexpr int cpu = int(DeviceType::CPU);
-    index_gather_stub.fns[cpu] = &gather_kernel;
-    index_scatter_stub.fns[cpu] = &scatter_kernel;
-    index_offsets_stub.fns[cpu] = &offsets_kernel;
-    nonzero_stub.fns[cpu] = &nonzero_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(index) {
+  constexpr int cpu = int(DeviceType::CPU);
+  index_gather_stub.fns[cpu] = &gather_kernel;
+  index_scatter_stub.fns[cpu] = &scatter_kernel;
+  index_offsets_stub.fns[cpu] = &offsets_kernel;
+  nonzero_stub.fns[cpu] = &nonzero_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -2,6 +2,7 @@
 // (see Note [Index remap] in ops/join.h).
 #include <cstring>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/stubs/join.h"
 
@@ -87,9 +88,7 @@ void remap_kernel(const Tensor& out, const Tensor& in, const RemapTables& tables
   }
 }
 
-struct Registrar {
-  Registrar() { index_remap_stub.fns[int(DeviceType::CPU)] = &remap_kernel; }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(join) { index_remap_stub.fns[int(DeviceType::CPU)] = &remap_kernel; }
 
 }  // namespace
 }  // namespace ember::cpu

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ember/backends/cpu/blas.h"
+#include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/lapack.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/stubs/lapack.h"
@@ -196,20 +197,18 @@ void lu_det_kernel(const Tensor& lu, const Tensor& ipiv, const Tensor& info, con
   });
 }
 
-struct Registrar {
-  Registrar() {
-    constexpr int cpu = int(DeviceType::CPU);
-    getrf_stub.fns[cpu] = &getrf_kernel;
-    getrs_stub.fns[cpu] = &getrs_kernel;
-    trtrs_stub.fns[cpu] = &trtrs_kernel;
-    potrf_stub.fns[cpu] = &potrf_kernel;
-    gesdd_stub.fns[cpu] = &gesdd_kernel;
-    syevd_stub.fns[cpu] = &syevd_kernel;
-    geqrf_stub.fns[cpu] = &geqrf_kernel;
-    orgqr_stub.fns[cpu] = &orgqr_kernel;
-    lu_det_stub.fns[cpu] = &lu_det_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(lapack) {
+  constexpr int cpu = int(DeviceType::CPU);
+  getrf_stub.fns[cpu] = &getrf_kernel;
+  getrs_stub.fns[cpu] = &getrs_kernel;
+  trtrs_stub.fns[cpu] = &trtrs_kernel;
+  potrf_stub.fns[cpu] = &potrf_kernel;
+  gesdd_stub.fns[cpu] = &gesdd_kernel;
+  syevd_stub.fns[cpu] = &syevd_kernel;
+  geqrf_stub.fns[cpu] = &geqrf_kernel;
+  orgqr_stub.fns[cpu] = &orgqr_kernel;
+  lu_det_stub.fns[cpu] = &lu_det_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ember/backends/cpu/blas.h"
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/stubs/linalg.h"
 
@@ -359,13 +360,11 @@ void trace_kernel(const Tensor& out, const Tensor& diag) {
   });
 }
 
-struct Registrar {
-  Registrar() {
-    gemm_stub.fns[int(DeviceType::CPU)] = &gemm_kernel;
-    tril_triu_stub.fns[int(DeviceType::CPU)] = &tril_triu_kernel;
-    trace_stub.fns[int(DeviceType::CPU)] = &trace_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(linalg) {
+  gemm_stub.fns[int(DeviceType::CPU)] = &gemm_kernel;
+  tril_triu_stub.fns[int(DeviceType::CPU)] = &tril_triu_kernel;
+  trace_stub.fns[int(DeviceType::CPU)] = &trace_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

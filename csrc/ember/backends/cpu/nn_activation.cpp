@@ -395,15 +395,12 @@ void activation_backward_kernel(TensorIterator& it, Act act, ActParams p, bool i
   });
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    softmax_stub.fns[int(DeviceType::CPU)] = &softmax_kernel;
-    softmax_backward_stub.fns[int(DeviceType::CPU)] = &softmax_backward_kernel;
-    activation_stub.fns[int(DeviceType::CPU)] = &activation_kernel;
-    activation_backward_stub.fns[int(DeviceType::CPU)] = &activation_backward_kernel;
-  }
-} registrar;
+EMBER_REGISTER_CPU_KERNELS(nn_activation) {
+  softmax_stub.fns[int(DeviceType::CPU)] = &softmax_kernel;
+  softmax_backward_stub.fns[int(DeviceType::CPU)] = &softmax_backward_kernel;
+  activation_stub.fns[int(DeviceType::CPU)] = &activation_kernel;
+  activation_backward_stub.fns[int(DeviceType::CPU)] = &activation_backward_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -673,13 +673,10 @@ void bwd_kernel(const SdpaBwdArgs& a) {
   run(TypeTag<float>{});
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    sdpa_fwd_stub.fns[int(DeviceType::CPU)] = &fwd_kernel;
-    sdpa_bwd_stub.fns[int(DeviceType::CPU)] = &bwd_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(nn_attention) {
+  sdpa_fwd_stub.fns[int(DeviceType::CPU)] = &fwd_kernel;
+  sdpa_bwd_stub.fns[int(DeviceType::CPU)] = &bwd_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

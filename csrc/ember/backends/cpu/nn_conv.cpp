@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ember/backends/cpu/blas.h"
+#include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/conv_direct.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/functors.h"
@@ -348,15 +349,13 @@ void conv_layout_kernel(const Tensor& dst, const Tensor& src, const Tensor& bias
   });
 }
 
-struct Registrar {
-  Registrar() {
-    im2col_stub.fns[int(DeviceType::CPU)] = im2col_kernel;
-    col2im_stub.fns[int(DeviceType::CPU)] = col2im_kernel;
-    conv_layout_stub.fns[int(DeviceType::CPU)] = conv_layout_kernel;
-    conv_fwd_images_stub.fns[int(DeviceType::CPU)] = conv_fwd_images_kernel;
-    conv_bwd_images_stub.fns[int(DeviceType::CPU)] = conv_bwd_images_kernel;
-  }
-} registrar;
+EMBER_REGISTER_CPU_KERNELS(nn_conv) {
+  im2col_stub.fns[int(DeviceType::CPU)] = im2col_kernel;
+  col2im_stub.fns[int(DeviceType::CPU)] = col2im_kernel;
+  conv_layout_stub.fns[int(DeviceType::CPU)] = conv_layout_kernel;
+  conv_fwd_images_stub.fns[int(DeviceType::CPU)] = conv_fwd_images_kernel;
+  conv_bwd_images_stub.fns[int(DeviceType::CPU)] = conv_bwd_images_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

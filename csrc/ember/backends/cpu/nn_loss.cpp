@@ -123,14 +123,11 @@ void ce_backward_kernel(const Tensor& gx, const Tensor& coef, const Tensor& x, c
   });
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    nll_stub.fns[int(DeviceType::CPU)] = &nll_kernel;
-    cross_entropy_backward_stub.fns[int(DeviceType::CPU)] = &ce_backward_kernel;
-    nll_backward_stub.fns[int(DeviceType::CPU)] = &nll_backward_kernel;
-  }
-} registrar;
+EMBER_REGISTER_CPU_KERNELS(nn_loss) {
+  nll_stub.fns[int(DeviceType::CPU)] = &nll_kernel;
+  cross_entropy_backward_stub.fns[int(DeviceType::CPU)] = &ce_backward_kernel;
+  nll_backward_stub.fns[int(DeviceType::CPU)] = &nll_backward_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu
@@ -273,13 +270,10 @@ void ctc_backward_kernel(const Tensor& grad, const Tensor& lp, const Tensor& tar
   });
 }
 
-struct CtcRegistrar {
-  CtcRegistrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;
-    ctc_stub.fns[int(DeviceType::CPU)] = &ctc_kernel;
-    ctc_backward_stub.fns[int(DeviceType::CPU)] = &ctc_backward_kernel;
-  }
-} ctc_registrar;
+EMBER_REGISTER_CPU_KERNELS(nn_loss_ctc) {
+  ctc_stub.fns[int(DeviceType::CPU)] = &ctc_kernel;
+  ctc_backward_stub.fns[int(DeviceType::CPU)] = &ctc_backward_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -233,17 +233,14 @@ void channel_affine_kernel(const Tensor& out, const Tensor& p, const Tensor& a, 
   });
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    constexpr int cpu = int(DeviceType::CPU);
-    row_norm_stub.fns[cpu] = &row_norm_kernel;
-    row_norm_backward_stub.fns[cpu] = &row_norm_backward_kernel;
-    channel_stats_stub.fns[cpu] = &channel_stats_kernel;
-    channel_grad_sums_stub.fns[cpu] = &channel_grad_sums_kernel;
-    channel_affine_stub.fns[cpu] = &channel_affine_kernel;
-  }
-} registrar;
+EMBER_REGISTER_CPU_KERNELS(nn_norm) {
+  constexpr int cpu = int(DeviceType::CPU);
+  row_norm_stub.fns[cpu] = &row_norm_kernel;
+  row_norm_backward_stub.fns[cpu] = &row_norm_backward_kernel;
+  channel_stats_stub.fns[cpu] = &channel_stats_kernel;
+  channel_grad_sums_stub.fns[cpu] = &channel_grad_sums_kernel;
+  channel_affine_stub.fns[cpu] = &channel_affine_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -291,14 +291,11 @@ void avg_pool_kernel(const Tensor& out, const Tensor& in, const PoolGeom& g, boo
   });
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    max_pool_stub.fns[int(DeviceType::CPU)] = max_pool_kernel;
-    max_pool_backward_stub.fns[int(DeviceType::CPU)] = max_pool_backward_kernel;
-    avg_pool_stub.fns[int(DeviceType::CPU)] = avg_pool_kernel;
-  }
-} registrar;
+EMBER_REGISTER_CPU_KERNELS(nn_pool) {
+  max_pool_stub.fns[int(DeviceType::CPU)] = max_pool_kernel;
+  max_pool_backward_stub.fns[int(DeviceType::CPU)] = max_pool_backward_kernel;
+  avg_pool_stub.fns[int(DeviceType::CPU)] = avg_pool_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -310,16 +310,13 @@ void gemm_kernel(const Tensor& c, const Tensor& a, const Tensor& packed, const T
   gemm_typed<float>(c, a, packed, bias, accumulate);
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    rnn_step_fwd_stub.fns[int(DeviceType::CPU)] = &step_fwd_kernel;
-    rnn_step_bwd_stub.fns[int(DeviceType::CPU)] = &step_bwd_kernel;
-    rnn_accumulate_stub.fns[int(DeviceType::CPU)] = &accumulate_kernel;
-    rnn_pack_stub.fns[int(DeviceType::CPU)] = &pack_kernel;
-    rnn_gemm_stub.fns[int(DeviceType::CPU)] = &gemm_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(nn_rnn) {
+  rnn_step_fwd_stub.fns[int(DeviceType::CPU)] = &step_fwd_kernel;
+  rnn_step_bwd_stub.fns[int(DeviceType::CPU)] = &step_bwd_kernel;
+  rnn_accumulate_stub.fns[int(DeviceType::CPU)] = &accumulate_kernel;
+  rnn_pack_stub.fns[int(DeviceType::CPU)] = &pack_kernel;
+  rnn_gemm_stub.fns[int(DeviceType::CPU)] = &gemm_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -386,20 +386,17 @@ void adadelta_kernel(const OptimTensors& t, const AdadeltaArgs& a) {
 
 #undef EMBER_OPTIM_T
 
-struct Register {
-  Register() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    constexpr int cpu = int(DeviceType::CPU);
-    sgd_step_stub.fns[cpu] = &sgd_kernel;
-    adam_step_stub.fns[cpu] = &adam_kernel;
-    adamax_step_stub.fns[cpu] = &adamax_kernel;
-    nadam_step_stub.fns[cpu] = &nadam_kernel;
-    radam_step_stub.fns[cpu] = &radam_kernel;
-    rmsprop_step_stub.fns[cpu] = &rmsprop_kernel;
-    adagrad_step_stub.fns[cpu] = &adagrad_kernel;
-    adadelta_step_stub.fns[cpu] = &adadelta_kernel;
-  }
-} g_register;
+EMBER_REGISTER_CPU_KERNELS(optim) {
+  constexpr int cpu = int(DeviceType::CPU);
+  sgd_step_stub.fns[cpu] = &sgd_kernel;
+  adam_step_stub.fns[cpu] = &adam_kernel;
+  adamax_step_stub.fns[cpu] = &adamax_kernel;
+  nadam_step_stub.fns[cpu] = &nadam_kernel;
+  radam_step_stub.fns[cpu] = &radam_kernel;
+  rmsprop_step_stub.fns[cpu] = &rmsprop_kernel;
+  adagrad_step_stub.fns[cpu] = &adagrad_kernel;
+  adadelta_step_stub.fns[cpu] = &adadelta_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/stubs/random.h"
 
@@ -32,16 +33,6 @@ void fill_blocks(const Tensor& out, const RandomArgs& a, F f) {
   });
 }
 
-template <typename T>
-constexpr int mantissa_bits() {
-  if constexpr (std::is_same<T, Half>::value)
-    return 11;
-  else if constexpr (std::is_same<T, BFloat16>::value)
-    return 8;
-  else
-    return 24;
-}
-
 void uniform_kernel(const Tensor& out, const RandomArgs& a) {
   const double lo = a.a, hi = a.b, w = a.b - a.a;
   if (out.dtype() == DType::Float64) {
@@ -56,7 +47,7 @@ void uniform_kernel(const Tensor& out, const RandomArgs& a) {
   dispatch_floating(out.dtype(), "uniform_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same<T, double>::value) {
-      constexpr int bits = mantissa_bits<T>();
+      constexpr int bits = philox::mantissa_bits<T>();
       fill_blocks<T, 4>(out, a, [&](const philox::Block& k, T* v) {
         for (int l = 0; l < 4; ++l) {
           double x = lo + double(philox::to_unit_float(k.w[l], bits)) * w;
@@ -244,19 +235,17 @@ void randperm_kernel(const Tensor& out, const RandomArgs& a) {
   }
 }
 
-struct Registrar {
-  Registrar() {
-    constexpr int cpu = int(DeviceType::CPU);
-    random_stubs[int(Dist::Uniform)].fns[cpu] = &uniform_kernel;
-    random_stubs[int(Dist::Normal)].fns[cpu] = &normal_kernel;
-    random_stubs[int(Dist::Random)].fns[cpu] = &random_kernel;
-    random_stubs[int(Dist::Bernoulli)].fns[cpu] = &bernoulli_scalar_kernel;
-    random_stubs[int(Dist::Exponential)].fns[cpu] = &exponential_kernel;
-    bernoulli_tensor_stub.fns[cpu] = &bernoulli_tensor_kernel;
-    multinomial_stub.fns[cpu] = &multinomial_kernel;
-    randperm_stub.fns[cpu] = &randperm_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(random) {
+  constexpr int cpu = int(DeviceType::CPU);
+  random_stubs[int(Dist::Uniform)].fns[cpu] = &uniform_kernel;
+  random_stubs[int(Dist::Normal)].fns[cpu] = &normal_kernel;
+  random_stubs[int(Dist::Random)].fns[cpu] = &random_kernel;
+  random_stubs[int(Dist::Bernoulli)].fns[cpu] = &bernoulli_scalar_kernel;
+  random_stubs[int(Dist::Exponential)].fns[cpu] = &exponential_kernel;
+  bernoulli_tensor_stub.fns[cpu] = &bernoulli_tensor_kernel;
+  multinomial_stub.fns[cpu] = &multinomial_kernel;
+  randperm_stub.fns[cpu] = &randperm_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -2,6 +2,7 @@
 #include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/reduce_engine.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/reduce_math.h"
 #include "ember/kernels/stubs/reduce.h"
 
 namespace ember::cpu {
@@ -125,102 +126,41 @@ void sum_typed(const ReduceArgs& a) {
 }
 
 void sum_kernel(const ReduceArgs& a) {
-  const DType od = a.out.dtype(), id = a.in.dtype();
-  dispatch_all(od, "sum", [&](auto otag) {
-    using O = typename decltype(otag)::type;
-    if (id == od) return sum_typed<O, O>(a);
-    if constexpr (std::is_same<O, int64_t>::value) {
-      switch (id) {
-        case DType::Bool:
-          return sum_typed<bool, O>(a);
-        case DType::UInt8:
-          return sum_typed<uint8_t, O>(a);
-        case DType::Int8:
-          return sum_typed<int8_t, O>(a);
-        case DType::Int16:
-          return sum_typed<int16_t, O>(a);
-        case DType::Int32:
-          return sum_typed<int32_t, O>(a);
-        default:
-          break;
-      }
-    }
-    EMBER_ERROR("sum kernel: unsupported dtypes ", dtype_name(id), " -> ", dtype_name(od));
+  reduce_math::dispatch_sum_types(a.out.dtype(), a.in.dtype(), [&](auto itag, auto otag) {
+    sum_typed<typename decltype(itag)::type, typename decltype(otag)::type>(a);
   });
 }
 
 // ---- norms ------------------------------------------------------------------------------
 
-enum NormKind { kL0, kL1, kL2, kLinf, kLninf, kLp };
-
 template <typename T, int Kind>
 struct NormOp {
   using acc_t = double;
+  using Rule = reduce_math::Norm<Kind>;
   static constexpr bool kIndexed = false;
   T* out;
   double p;
 
-  acc_t init() const { return Kind == kLninf ? std::numeric_limits<double>::infinity() : 0.0; }
-  acc_t combine(acc_t a, acc_t b) const {
-    if constexpr (Kind == kLinf)
-      return (b != b || b > a) ? b : a;
-    else if constexpr (Kind == kLninf)
-      return (b != b || b < a) ? b : a;
-    else
-      return a + b;
-  }
-  acc_t step(acc_t a, T xv, int64_t) const {
-    const double x = double(up(xv));
-    const double ax = std::fabs(x);
-    if constexpr (Kind == kL0)
-      return a + double(x != 0);
-    else if constexpr (Kind == kL1)
-      return a + ax;
-    else if constexpr (Kind == kL2)
-      return a + x * x;
-    else if constexpr (Kind == kLp)
-      return a + std::pow(ax, p);
-    else
-      return combine(a, ax);
-  }
-  void store(const acc_t& a, int64_t off) const {
-    double r = a;
-    if constexpr (Kind == kL2)
-      r = std::sqrt(a);
-    else if constexpr (Kind == kLp)
-      r = std::pow(a, 1.0 / p);
-    out[off] = to_out<T>(r);
-  }
+  acc_t init() const { return Rule::init(); }
+  acc_t combine(acc_t a, acc_t b) const { return Rule::combine(a, b); }
+  acc_t step(acc_t a, T xv, int64_t) const { return Rule::step(a, double(up(xv)), p); }
+  void store(const acc_t& a, int64_t off) const { out[off] = to_out<T>(Rule::finish(a, p)); }
 };
 
 void norm_kernel(const ReduceArgs& a) {
   dispatch_floating(a.in.dtype(), "norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* out = a.out.data<T>();
-    const double p = a.p;
-    if (p == 0)
-      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL0>{out, p});
-    else if (p == 1)
-      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL1>{out, p});
-    else if (p == 2)
-      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kL2>{out, p});
-    else if (std::isinf(p) && p > 0)
-      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLinf>{out, p});
-    else if (std::isinf(p))
-      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLninf>{out, p});
-    else
-      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, kLp>{out, p});
+    reduce_math::with_norm_kind(a.p, [&](auto kind) {
+      run_reduce<T>(a.in, a.out, a.mask, NormOp<T, decltype(kind)::value>{a.out.data<T>(), a.p});
+    });
   });
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    constexpr int cpu = int(DeviceType::CPU);
-    sum_stub.fns[cpu] = &sum_kernel;
-    norm_stub.fns[cpu] = &norm_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(reduce) {
+  constexpr int cpu = int(DeviceType::CPU);
+  sum_stub.fns[cpu] = &sum_kernel;
+  norm_stub.fns[cpu] = &norm_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

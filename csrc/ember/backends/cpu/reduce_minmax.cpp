@@ -3,6 +3,7 @@
 #include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/reduce_engine.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/reduce_math.h"
 #include "ember/kernels/stubs/reduce.h"
 
 namespace ember::cpu {
@@ -20,18 +21,9 @@ struct ExtremeOp {
   static constexpr bool kIndexed = false;
   T* out;
 
-  acc_t init() const {
-    if constexpr (std::is_same<acc_t, bool>::value)
-      return !Max;
-    else if constexpr (std::is_floating_point<acc_t>::value)
-      return Max ? -std::numeric_limits<acc_t>::infinity() : std::numeric_limits<acc_t>::infinity();
-    else
-      return Max ? std::numeric_limits<acc_t>::lowest() : std::numeric_limits<acc_t>::max();
-  }
-  acc_t combine(acc_t a, acc_t b) const {  // branch-free so that it vectorizes
-    const bool take = isnan_(b) | (Max ? b > a : b < a);
-    return take ? b : a;
-  }
+  using Rule = reduce_math::Extreme<acc_t, Max>;
+  acc_t init() const { return Rule::init(); }
+  acc_t combine(acc_t a, acc_t b) const { return Rule::combine(a, b); }
   acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(x)); }
   void store(const acc_t& a, int64_t off) const { out[off] = T(a); }
 
@@ -49,10 +41,8 @@ struct ExtremeOp {
 template <typename T, bool Max>
 struct IndexedOp {
   using M = opmath_t<T>;
-  struct acc_t {
-    M v;
-    int64_t i;
-  };
+  using Rule = reduce_math::ArgExtreme<M, Max>;
+  using acc_t = typename Rule::Acc;
   static constexpr bool kIndexed = true;
   static constexpr bool kHasRow = true;
   T* out;  // may be null (argmax)
@@ -81,23 +71,9 @@ struct IndexedOp {
     return {best, pos0 + i};
   }
 
-  acc_t init() const { return {M(0), -1}; }
-  static bool better(M x, M v) {  // strictly better: keeps the earliest of equals
-    if (isnan_(v)) return false;
-    if (isnan_(x)) return true;
-    return Max ? x > v : x < v;
-  }
-  acc_t step(acc_t a, T xv, int64_t pos) const {
-    M x = M(xv);
-    if (a.i < 0 || better(x, a.v)) return {x, pos};
-    return a;
-  }
-  acc_t combine(acc_t a, acc_t b) const {
-    if (a.i < 0) return b;
-    if (b.i < 0) return a;
-    if (better(b.v, a.v) || (!better(a.v, b.v) && b.i < a.i)) return b;
-    return a;
-  }
+  acc_t init() const { return Rule::init(); }
+  acc_t step(acc_t a, T xv, int64_t pos) const { return Rule::step(a, M(xv), pos); }
+  acc_t combine(acc_t a, acc_t b) const { return Rule::combine(a, b); }
   void store(const acc_t& a, int64_t off) const {
     if (out) out[off] = T(a.v);
     index[off] = a.i;
@@ -223,14 +199,11 @@ void logical_kernel(const ReduceArgs& a) {
   }
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    constexpr int cpu = int(DeviceType::CPU);
-    minmax_stub.fns[cpu] = &minmax_kernel;
-    logical_stub.fns[cpu] = &logical_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(reduce_minmax) {
+  constexpr int cpu = int(DeviceType::CPU);
+  minmax_stub.fns[cpu] = &minmax_kernel;
+  logical_stub.fns[cpu] = &logical_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

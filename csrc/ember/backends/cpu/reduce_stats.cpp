@@ -7,6 +7,7 @@
 #include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/reduce_engine.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/reduce_math.h"
 #include "ember/kernels/stubs/reduce.h"
 
 namespace ember::cpu {
@@ -17,10 +18,7 @@ namespace {
 // merge with Chan's formula. Accumulates in double.
 template <typename T, bool Std>
 struct VarOp {
-  struct acc_t {
-    double mean, m2;
-    int64_t n;
-  };
+  using acc_t = reduce_math::Welford;
   static constexpr bool kIndexed = false;
   static constexpr bool kHasRow = true;
   T* out;
@@ -28,20 +26,8 @@ struct VarOp {
   double correction;
 
   acc_t init() const { return {0.0, 0.0, 0}; }
-  acc_t step(acc_t a, T xv, int64_t) const {
-    const double x = double(up(xv));
-    const int64_t n = a.n + 1;
-    const double d = x - a.mean;
-    const double mean = a.mean + d / double(n);
-    return {mean, a.m2 + d * (x - mean), n};
-  }
-  acc_t combine(acc_t a, acc_t b) const {
-    if (a.n == 0) return b;
-    if (b.n == 0) return a;
-    const int64_t n = a.n + b.n;
-    const double d = b.mean - a.mean, fb = double(b.n) / double(n);
-    return {a.mean + d * fb, a.m2 + b.m2 + d * d * double(a.n) * fb, n};
-  }
+  acc_t step(acc_t a, T xv, int64_t) const { return reduce_math::welford_step(a, double(up(xv))); }
+  acc_t combine(acc_t a, acc_t b) const { return reduce_math::welford_combine(a, b); }
   acc_t row(const T* x, int64_t n, int64_t) const {
     if (n == 0) return init();
     constexpr int L = 8;
@@ -67,10 +53,8 @@ struct VarOp {
     return {mean, m2, n};
   }
   void store(const acc_t& a, int64_t off) const {
-    double v = a.m2 / std::max(0.0, double(a.n) - correction);
-    if (Std) v = std::sqrt(v);
-    out[off] = to_out<T>(v);
-    if (mean_out) mean_out[off] = to_out<T>(a.n ? a.mean : std::nan(""));
+    out[off] = to_out<T>(reduce_math::welford_finish(a, correction, Std));
+    if (mean_out) mean_out[off] = to_out<T>(reduce_math::welford_mean(a));
   }
 };
 
@@ -195,30 +179,17 @@ void scan_typed(const Tensor& t, int64_t dim) {
 
 void scan_kernel(const ReduceArgs& a) {
   const int64_t dim = a.mask[0];
-  if (ScanKind(a.kind) == ScanKind::LogCumSumExp) {
-    dispatch_floating(a.out.dtype(), "logcumsumexp", [&](auto tag) {
-      scan_typed<typename decltype(tag)::type, int(ScanKind::LogCumSumExp)>(a.out, dim);
-    });
-    return;
-  }
-  dispatch_all(a.out.dtype(), "cumsum", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (ScanKind(a.kind) == ScanKind::Cumprod)
-      scan_typed<T, int(ScanKind::Cumprod)>(a.out, dim);
-    else
-      scan_typed<T, int(ScanKind::Cumsum)>(a.out, dim);
+  reduce_math::dispatch_scan(a.kind, a.out.dtype(), [&](auto tag, auto kind) {
+    scan_typed<typename decltype(tag)::type, decltype(kind)::value>(a.out, dim);
   });
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    constexpr int cpu = int(DeviceType::CPU);
-    var_stub.fns[cpu] = &var_kernel;
-    median_stub.fns[cpu] = &median_kernel;
-    scan_stub.fns[cpu] = &scan_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(reduce_stats) {
+  constexpr int cpu = int(DeviceType::CPU);
+  var_stub.fns[cpu] = &var_kernel;
+  median_stub.fns[cpu] = &median_kernel;
+  scan_stub.fns[cpu] = &scan_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -108,12 +108,9 @@ void small_gemm_kernel(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
                          static_cast<const double*>(b), ldb, beta, static_cast<double*>(c), ldc);
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    small_gemm_stub.fns[int(DeviceType::CPU)] = &small_gemm_kernel;
-  }
-} registrar;
+EMBER_REGISTER_CPU_KERNELS(small_gemm) {
+  small_gemm_stub.fns[int(DeviceType::CPU)] = &small_gemm_kernel;
+}
 
 }  // namespace
 }  // namespace EMBER_CPU_NS

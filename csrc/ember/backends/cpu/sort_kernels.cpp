@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/stubs/sort.h"
 
@@ -281,16 +282,14 @@ void searchsorted_kernel(const Tensor& out, const Tensor& boundaries, const Tens
   });
 }
 
-struct Registrar {
-  Registrar() {
-    constexpr int cpu = int(DeviceType::CPU);
-    sort_stub.fns[cpu] = &sort_kernel;
-    topk_stub.fns[cpu] = &topk_kernel;
-    kthvalue_stub.fns[cpu] = &kthvalue_kernel;
-    unique_rows_stub.fns[cpu] = &unique_rows_kernel;
-    searchsorted_stub.fns[cpu] = &searchsorted_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(sort) {
+  constexpr int cpu = int(DeviceType::CPU);
+  sort_stub.fns[cpu] = &sort_kernel;
+  topk_stub.fns[cpu] = &topk_kernel;
+  kthvalue_stub.fns[cpu] = &kthvalue_kernel;
+  unique_rows_stub.fns[cpu] = &unique_rows_kernel;
+  searchsorted_stub.fns[cpu] = &searchsorted_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

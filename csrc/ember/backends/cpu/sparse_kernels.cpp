@@ -312,15 +312,12 @@ void sddmm_kernel(const Tensor& out, const Tensor& rows, const Tensor& cols, con
   });
 }
 
-struct Registrar {
-  Registrar() {
-    if (!EMBER_CPU_CAPABILITY_SELECTED()) return;  // another compiled copy registers
-    constexpr int cpu = int(DeviceType::CPU);
-    coalesce_stub.fns[cpu] = &coalesce_kernel;
-    spmm_stub.fns[cpu] = &spmm_kernel;
-    sddmm_stub.fns[cpu] = &sddmm_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(sparse) {
+  constexpr int cpu = int(DeviceType::CPU);
+  coalesce_stub.fns[cpu] = &coalesce_kernel;
+  spmm_stub.fns[cpu] = &spmm_kernel;
+  sddmm_stub.fns[cpu] = &sddmm_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/backends/cpu/capability.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/dispatch.h"
 #include "ember/kernels/stubs/surface_scan.h"
@@ -166,14 +167,12 @@ void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, 
   });
 }
 
-struct Registrar {
-  Registrar() {
-    constexpr int cpu = int(DeviceType::CPU);
-    cummaxmin_stub.fns[cpu] = &cummaxmin_kernel;
-    mode_stub.fns[cpu] = &mode_kernel;
-    scatter_reduce_stub.fns[cpu] = &scatter_reduce_kernel;
-  }
-} g_registrar;
+EMBER_REGISTER_CPU_KERNELS(surface) {
+  constexpr int cpu = int(DeviceType::CPU);
+  cummaxmin_stub.fns[cpu] = &cummaxmin_kernel;
+  mode_stub.fns[cpu] = &mode_kernel;
+  scatter_reduce_stub.fns[cpu] = &scatter_reduce_kernel;
+}
 
 }  // namespace
 }  // namespace ember::cpu

@@ -35,6 +35,7 @@
 
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/nn_attention.h"
 
 namespace ember::cuda {
@@ -496,7 +497,7 @@ void bwd_entry(const SdpaBwdArgs& a) {
 
 }  // namespace
 
-void register_attention_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, attention) {
   sdpa_fwd_stub.fns[int(DeviceType::CUDA)] = &fwd_entry;
   sdpa_bwd_stub.fns[int(DeviceType::CUDA)] = &bwd_entry;
 }

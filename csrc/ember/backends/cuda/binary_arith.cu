@@ -4,6 +4,7 @@
 // logical ops and where are in binary_compare.cu (compiled in parallel).
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/kernels/elementwise_kernels.h"
+#include "ember/kernels/registration.h"
 
 namespace ember::cuda {
 namespace {
@@ -16,7 +17,7 @@ void reg(BinaryOp op) {
 
 }  // namespace
 
-void register_binary_arith_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, binary_arith) {
 #define EMBER_REG(n, F, k) reg<fn::F, Kind::k>(BinaryOp::n);
   EMBER_BINARY_OPS(EMBER_REG)
 #undef EMBER_REG

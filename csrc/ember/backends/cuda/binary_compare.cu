@@ -5,6 +5,7 @@
 // binary_arith.cu, not in the build yet.
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/kernels/elementwise_kernels.h"
+#include "ember/kernels/registration.h"
 
 namespace ember::cuda {
 namespace {
@@ -42,7 +43,7 @@ void where_kernel(TensorIterator& it) {
 
 }  // namespace
 
-void register_binary_compare_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, binary_compare) {
 #define EMBER_REG(n, F, k) reg<fn::F, Kind::k>(BinaryOp::n);
   EMBER_BINARY_OPS(EMBER_REG)
 #undef EMBER_REG

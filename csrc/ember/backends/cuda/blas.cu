@@ -15,6 +15,7 @@
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/core/flags.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/linalg.h"
 
 namespace ember::cuda {
@@ -377,7 +378,7 @@ void gemm_kernel(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta,
 
 }  // namespace
 
-void register_blas_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, blas) {
   gemm_stub.fns[int(DeviceType::CUDA)] = &gemm_kernel;
   gemm_bias_stub.fns[int(DeviceType::CUDA)] = &gemm_bias_kernel;
 }

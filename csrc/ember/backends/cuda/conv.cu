@@ -36,6 +36,7 @@
 #include "ember/core/flags.h"
 #include "ember/kernels/dispatch.h"
 #include "ember/kernels/functors.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/nn_conv.h"
 
 #if defined(__has_include)
@@ -845,7 +846,7 @@ int64_t cudnn_version() {
 #endif
 }
 
-void register_conv_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, conv) {
   constexpr int cuda = int(DeviceType::CUDA);
   im2col_stub.fns[cuda] = &im2col_cuda;
   col2im_stub.fns[cuda] = &col2im_cuda;

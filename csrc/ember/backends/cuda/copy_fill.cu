@@ -5,6 +5,7 @@
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/ops/ops.h"  // copy_ (staging); see KNOWN in tests/test_layering.py
 
 namespace ember::cuda {
@@ -175,33 +176,10 @@ void fill(TensorIterator& it, Scalar v) {
 
 }  // namespace
 
-void register_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, copy_fill) {
   constexpr int cuda = int(DeviceType::CUDA);
   copy_stub.fns[cuda] = &copy_kernel;
   fill_stub.fns[cuda] = &fill;
-  register_unary_other_kernels();
-  register_unary_float_kernels();
-  register_binary_arith_kernels();
-  register_binary_compare_kernels();
-  register_reduce_kernels();
-  register_blas_kernels();
-  register_random_kernels();
-  register_softmax_kernels();
-  register_nn_activation_kernels();
-  register_nn_norm_kernels();
-  register_nn_loss_kernels();
-  register_conv_kernels();
-  register_pool_kernels();
-  register_index_kernels();
-  register_sort_kernels();
-  register_scan_kernels();
-  register_optim_kernels();
-  register_factory_kernels();
-  register_distance_kernels();
-  register_rnn_kernels();
-  register_attention_kernels();
-  register_linalg_kernels();
-  register_sparse_kernels();
 }
 
 }  // namespace ember::cuda

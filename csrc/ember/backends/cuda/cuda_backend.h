@@ -78,30 +78,4 @@ std::vector<GpuRange> profiler_gpu_collect();
 /// True when `ptr` lies in memory from cudaHostAlloc / cudaHostRegister.
 bool is_pinned_ptr(const void* ptr);
 
-/// Registers every CUDA kernel into the op stubs (calls the per-file functions below).
-void register_kernels();
-void register_unary_other_kernels();     // unary_other.cu
-void register_unary_float_kernels();     // unary_float.cu
-void register_binary_arith_kernels();    // binary_arith.cu (+ clamp, lerp, addcmul, addcdiv)
-void register_binary_compare_kernels();  // binary_compare.cu (+ where)
-void register_reduce_kernels();          // reduce_sum.cu, reduce_minmax.cu
-void register_blas_kernels();            // blas.cu
-void register_random_kernels();          // random.cu
-void register_softmax_kernels();         // softmax.cu
-void register_nn_activation_kernels();   // nn_activation.cu
-void register_nn_norm_kernels();         // nn_norm.cu
-void register_nn_loss_kernels();         // nn_loss.cu
-void register_conv_kernels();            // conv.cu
-void register_pool_kernels();            // pool.cu
-void register_index_kernels();           // index.cu
-void register_sort_kernels();            // sort.cu
-void register_scan_kernels();            // scan.cu
-void register_optim_kernels();           // optim.cu
-void register_factory_kernels();         // factory.cu
-void register_distance_kernels();        // distance.cu
-void register_rnn_kernels();             // rnn.cu
-void register_attention_kernels();       // attention.cu
-void register_linalg_kernels();          // linalg.cu (cuSOLVER: ember.linalg)
-void register_sparse_kernels();          // sparse.cu (coalesce, spmm via cuSPARSE, sddmm)
-
 }  // namespace ember::cuda

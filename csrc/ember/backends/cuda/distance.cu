@@ -20,6 +20,8 @@
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/backends/cuda/loops.cuh"
+#include "ember/kernels/distance_math.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/distance.h"
 
 namespace ember::cuda {
@@ -28,67 +30,6 @@ namespace {
 constexpr int kTileThreads = 16;         // threads per tile side
 constexpr int kTile = 2 * kTileThreads;  // outputs per tile side
 constexpr int kSliceK = 16;              // features staged per step
-
-__device__ __forceinline__ float abs_(float x) { return fabsf(x); }
-__device__ __forceinline__ double abs_(double x) { return fabs(x); }
-__device__ __forceinline__ float pow_(float x, float y) { return powf(x, y); }
-__device__ __forceinline__ double pow_(double x, double y) { return pow(x, y); }
-__device__ __forceinline__ float sqrt_(float x) { return sqrtf(x); }
-__device__ __forceinline__ double sqrt_(double x) { return sqrt(x); }
-
-struct PZero {
-  template <typename T>
-  __device__ static T step(T acc, T d, T) {
-    // PyTorch counts min(ceil(|d|), 1): a NaN difference makes the distance NaN.
-    const T one = d != T(0) ? T(1) : T(0);
-    return acc + (d == d ? one : d);
-  }
-  template <typename T>
-  __device__ static T finish(T acc, T) {
-    return acc;
-  }
-};
-struct POne {
-  template <typename T>
-  __device__ static T step(T acc, T d, T) {
-    return acc + abs_(d);
-  }
-  template <typename T>
-  __device__ static T finish(T acc, T) {
-    return acc;
-  }
-};
-struct PTwo {
-  template <typename T>
-  __device__ static T step(T acc, T d, T) {
-    return acc + d * d;
-  }
-  template <typename T>
-  __device__ static T finish(T acc, T) {
-    return sqrt_(acc);
-  }
-};
-struct PInf {
-  template <typename T>
-  __device__ static T step(T acc, T d, T) {
-    const T a = abs_(d);
-    return acc < a ? a : acc;  // std::max(acc, |d|): a NaN |d| leaves acc
-  }
-  template <typename T>
-  __device__ static T finish(T acc, T) {
-    return acc;
-  }
-};
-struct PGeneral {
-  template <typename T>
-  __device__ static T step(T acc, T d, T p) {
-    return acc + pow_(abs_(d), p);
-  }
-  template <typename T>
-  __device__ static T finish(T acc, T p) {
-    return pow_(acc, T(1) / p);
-  }
-};
 
 // out (B, P, R) <- dist(x1[b, i], x2t[b, :, j]); grid.x: column tiles, grid.y: (batch, row
 // tile) pairs, strided.
@@ -156,24 +97,10 @@ void cdist_typed(const Tensor& out, const Tensor& x1, const Tensor& x2t, T p) {
 void cdist_kernel(const Tensor& out, const Tensor& x1, const Tensor& x2t, double p) {
   EMBER_CHECK(out.is_contiguous() && x1.is_contiguous() && x2t.is_contiguous(),
               "cdist (CUDA): expected contiguous operands");
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    const T tp = T(p);
-    if (p == 0)
-      cdist_typed<PZero, T>(out, x1, x2t, tp);
-    else if (p == 1)
-      cdist_typed<POne, T>(out, x1, x2t, tp);
-    else if (p == 2)
-      cdist_typed<PTwo, T>(out, x1, x2t, tp);
-    else if (std::isinf(p))
-      cdist_typed<PInf, T>(out, x1, x2t, tp);
-    else
-      cdist_typed<PGeneral, T>(out, x1, x2t, tp);
-  };
-  if (out.dtype() == DType::Float64)
-    run(double{});
-  else
-    run(float{});
+  distance_math::with_rule(p, out.dtype() == DType::Float64, [&](auto rule, auto t) {
+    using T = decltype(t);
+    cdist_typed<decltype(rule), T>(out, x1, x2t, T(p));
+  });
 }
 
 // dst[r] <- sum_k x[r, k]^2 (in double, rounded to T) for the rows of x1 (r < rows1) and then
@@ -211,7 +138,7 @@ __global__ void euclidean_finish_kernel_(T* __restrict__ out, const T* __restric
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += step) {
     const int64_t r = idx / R, j = idx % R;
     const T d2 = sub_rn(add_rn(n1[r], n2[(r / P) * R + j]), mul_rn(T(2), out[idx]));
-    out[idx] = sqrt_(d2 < T(0) ? T(0) : d2);  // std::max(d2, 0): NaN stays NaN
+    out[idx] = std::sqrt(d2 < T(0) ? T(0) : d2);  // std::max(d2, 0): NaN stays NaN
   }
 }
 
@@ -247,7 +174,7 @@ void euclidean_finish_kernel(const Tensor& out, const Tensor& x1, const Tensor& 
 
 }  // namespace
 
-void register_distance_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, distance) {
   constexpr int cuda = int(DeviceType::CUDA);
   cdist_stub.fns[cuda] = &cdist_kernel;
   euclidean_finish_stub.fns[cuda] = &euclidean_finish_kernel;

@@ -24,6 +24,7 @@
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
 #include "ember/kernels/functors.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/factory.h"
 #include "ember/kernels/stubs/linalg.h"
 #include "ember/kernels/stubs/random.h"
@@ -457,7 +458,7 @@ void multinomial_kernel(const Tensor& out, const Tensor& probs, bool replacement
 
 }  // namespace
 
-void register_factory_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, factory) {
   constexpr int cuda = int(DeviceType::CUDA);
   arange_stub.fns[cuda] = &arange_kernel;
   linspace_stub.fns[cuda] = &linspace_kernel;

@@ -36,6 +36,7 @@
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/core/flags.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/index.h"
 #include "ember/kernels/stubs/join.h"
 #include "ember/kernels/stubs/surface_scan.h"
@@ -678,7 +679,7 @@ void scatter_reduce_kernel(const Tensor& out, int64_t dim, const Tensor& index, 
 
 }  // namespace
 
-void register_index_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, index) {
   constexpr int cuda = int(DeviceType::CUDA);
   index_gather_stub.fns[cuda] = &gather_kernel;
   index_scatter_stub.fns[cuda] = &scatter_kernel;

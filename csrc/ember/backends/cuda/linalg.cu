@@ -20,6 +20,7 @@
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/lapack.h"
 #include "ember/ops/ops.h"
 #include "ember/ops/view.h"
@@ -615,7 +616,7 @@ void lu_det_kernel(const Tensor& lu, const Tensor& ipiv, const Tensor& info, con
 
 }  // namespace
 
-void register_linalg_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, linalg) {
   constexpr int cuda = int(DeviceType::CUDA);
   getrf_stub.fns[cuda] = &getrf_kernel;
   getrs_stub.fns[cuda] = &getrs_kernel;

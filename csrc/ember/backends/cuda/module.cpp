@@ -12,6 +12,7 @@
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/backends/cuda/cudnn_loader.h"
+#include "ember/core/device_guard.h"
 #include "ember/core/tensor.h"
 #include "ember/data/pinned.h"
 
@@ -27,21 +28,14 @@ Tensor tensor_of(py::handle h) { return py::cast<Tensor>(h); }
 cudaStream_t as_stream(uintptr_t h) { return reinterpret_cast<cudaStream_t>(h); }
 cudaEvent_t as_event(uintptr_t h) { return reinterpret_cast<cudaEvent_t>(h); }
 
-struct DeviceGuard {
-  int prev = -1;
-  explicit DeviceGuard(int d) {
-    EMBER_CUDA_CHECK(cudaGetDevice(&prev));
-    if (prev != d) EMBER_CUDA_CHECK(cudaSetDevice(d));
-  }
-  ~DeviceGuard() { cudaSetDevice(prev); }
-};
+Device cuda_device(int d) { return Device(DeviceType::CUDA, d); }
 
 }  // namespace
 
 PYBIND11_MODULE(_C_cuda, m) {
   using namespace ember;
   register_allocator(DeviceType::CUDA, cuda::caching_allocator());
-  cuda::register_kernels();
+  // The kernels registered themselves when this module was loaded (Note [Kernel registration]).
   // CUDA out-of-memory errors become ember.cuda.OutOfMemoryError.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -100,7 +94,7 @@ PYBIND11_MODULE(_C_cuda, m) {
     return r;
   });
   m.def("mem_get_info", [](int d) {
-    DeviceGuard g(d);
+    DeviceGuard g(cuda_device(d));
     size_t free_b = 0, total_b = 0;
     EMBER_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     return py::make_tuple(int64_t(free_b), int64_t(total_b));
@@ -157,7 +151,7 @@ PYBIND11_MODULE(_C_cuda, m) {
 
   // ---- streams and events
   m.def("stream_create", [](int device, int priority) {
-    DeviceGuard g(device);
+    DeviceGuard g(cuda_device(device));
     int lo = 0, hi = 0;
     EMBER_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
     int p = std::min(std::max(priority, hi), lo);

@@ -13,6 +13,7 @@
 
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/nn_activation.h"
 
 namespace ember::cuda {
@@ -319,7 +320,7 @@ void activation_backward_kernel(TensorIterator& it, Act act, ActParams p, bool i
 
 }  // namespace
 
-void register_nn_activation_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, nn_activation) {
   constexpr int cuda = int(DeviceType::CUDA);
   activation_stub.fns[cuda] = &activation_kernel;
   activation_backward_stub.fns[cuda] = &activation_backward_kernel;

@@ -25,6 +25,7 @@
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/nn_loss.h"
 
 namespace ember::cuda {
@@ -528,7 +529,7 @@ void ctc_backward_kernel(const Tensor& grad, const Tensor& lp, const Tensor& tar
 
 }  // namespace
 
-void register_nn_loss_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, nn_loss) {
   constexpr int cuda = int(DeviceType::CUDA);
   nll_stub.fns[cuda] = &nll_kernel;
   cross_entropy_backward_stub.fns[cuda] = &ce_backward_kernel;

@@ -21,6 +21,7 @@
 
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/nn_norm.h"
 
 namespace ember::cuda {
@@ -447,7 +448,7 @@ void channel_affine(const Tensor& out, const Tensor& p, const Tensor& a, const T
 
 }  // namespace
 
-void register_nn_norm_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, nn_norm) {
   constexpr int cuda = int(DeviceType::CUDA);
   row_norm_stub.fns[cuda] = &row_norm;
   row_norm_backward_stub.fns[cuda] = &row_norm_backward;

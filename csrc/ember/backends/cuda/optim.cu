@@ -30,6 +30,7 @@
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/kernels/dispatch.h"
 #include "ember/kernels/functors.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/optim.h"
 
 namespace ember::cuda {
@@ -416,7 +417,7 @@ void adadelta_kernel(const OptimTensors& t, const AdadeltaArgs& a) {
 
 }  // namespace
 
-void register_optim_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, optim) {
   constexpr int cuda = int(DeviceType::CUDA);
   sgd_step_stub.fns[cuda] = &sgd_kernel;
   adam_step_stub.fns[cuda] = &adam_kernel;

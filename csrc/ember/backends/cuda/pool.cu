@@ -31,6 +31,7 @@
 #include "ember/core/flags.h"
 #include "ember/kernels/dispatch.h"
 #include "ember/kernels/functors.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/nn_pool.h"
 
 namespace ember::cuda {
@@ -347,7 +348,7 @@ void avg_pool(const Tensor& out, const Tensor& in, const PoolGeom& g, bool backw
 
 }  // namespace
 
-void register_pool_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, pool) {
   constexpr int cuda = int(DeviceType::CUDA);
   max_pool_stub.fns[cuda] = &max_pool;
   max_pool_backward_stub.fns[cuda] = &max_pool_backward;

@@ -14,6 +14,7 @@
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/random.h"
 
 namespace ember::cuda {
@@ -52,16 +53,6 @@ void fill_blocks(const Tensor& out, const RandomArgs& a, Gen gen) {
 }
 
 template <typename T>
-constexpr int mantissa_bits() {
-  if constexpr (std::is_same<T, Half>::value)
-    return 11;
-  else if constexpr (std::is_same<T, BFloat16>::value)
-    return 8;
-  else
-    return 24;
-}
-
-template <typename T>
 __device__ __forceinline__ T from_int64(int64_t x) {
   if constexpr (std::is_same<T, bool>::value)
     return x != 0;
@@ -86,7 +77,7 @@ template <typename T>
 struct UniformNarrow {
   double lo, hi, w;
   __device__ void operator()(const philox::Block& k, T* v, int64_t, int) const {
-    constexpr int bits = mantissa_bits<T>();
+    constexpr int bits = philox::mantissa_bits<T>();
     for (int l = 0; l < 4; ++l) {
       const double x = __dadd_rn(lo, __dmul_rn(double(philox::to_unit_float(k.w[l], bits)), w));
       T t = T(float(x));
@@ -272,7 +263,7 @@ void randperm_kernel(const Tensor& out, const RandomArgs& a) {
 
 }  // namespace
 
-void register_random_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, random) {
   constexpr int cuda = int(DeviceType::CUDA);
   random_stubs[int(Dist::Uniform)].fns[cuda] = &uniform_kernel;
   random_stubs[int(Dist::Normal)].fns[cuda] = &normal_kernel;

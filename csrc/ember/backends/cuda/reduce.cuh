@@ -191,6 +191,4 @@ __device__ __forceinline__ O to_out(A a) {
     return O(a);
 }
 
-void register_reduce_minmax_kernels();  // reduce_minmax.cu
-
 }  // namespace ember::cuda

@@ -3,6 +3,8 @@
 // NaN wins; an index is the first position of the extreme, or of the first NaN).
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/reduce_math.h"
+#include "ember/kernels/registration.h"
 
 namespace ember::cuda {
 namespace {
@@ -13,18 +15,9 @@ struct ExtremeOp {
   using acc_t = opmath_t<T>;
   T* out;
 
-  __device__ acc_t init() const {
-    if constexpr (std::is_same<acc_t, bool>::value)
-      return !Max;
-    else if constexpr (std::is_floating_point<acc_t>::value)
-      return Max ? -acc_t(INFINITY) : acc_t(INFINITY);
-    else
-      return Max ? std::numeric_limits<acc_t>::lowest() : std::numeric_limits<acc_t>::max();
-  }
-  __device__ acc_t combine(acc_t a, acc_t b) const {
-    const bool take = fn::is_nan(b) || (Max ? b > a : b < a);
-    return take ? b : a;
-  }
+  using Rule = reduce_math::Extreme<acc_t, Max>;
+  __device__ acc_t init() const { return Rule::init(); }
+  __device__ acc_t combine(acc_t a, acc_t b) const { return Rule::combine(a, b); }
   __device__ acc_t step(acc_t a, T x, int64_t) const { return combine(a, acc_t(x)); }
   __device__ void store(const acc_t& a, int64_t k) const { out[k] = T(a); }
 };
@@ -33,32 +26,14 @@ struct ExtremeOp {
 template <typename T, bool Max>
 struct IndexedOp {
   using M = opmath_t<T>;
-  struct acc_t {
-    M v;
-    int64_t i;
-  };
+  using Rule = reduce_math::ArgExtreme<M, Max>;
+  using acc_t = typename Rule::Acc;
   T* out;  // may be null (argmax)
   int64_t* index;
 
-  __device__ acc_t init() const { return {M(0), -1}; }
-  // Strictly better: keeps the earliest of equals.
-  __device__ static bool better(M x, M v) {
-    if (fn::is_nan(v)) return false;
-    if (fn::is_nan(x)) return true;
-    return Max ? x > v : x < v;
-  }
-  __device__ acc_t step(acc_t a, T xv, int64_t pos) const {
-    const M x = M(xv);
-    if (a.i < 0 || better(x, a.v)) return {x, pos};
-    return a;
-  }
-  // Order-insensitive: among equal values (or NaNs) the smaller index wins.
-  __device__ acc_t combine(acc_t a, acc_t b) const {
-    if (a.i < 0) return b;
-    if (b.i < 0) return a;
-    if (better(b.v, a.v) || (!better(a.v, b.v) && b.i < a.i)) return b;
-    return a;
-  }
+  __device__ acc_t init() const { return Rule::init(); }
+  __device__ acc_t step(acc_t a, T xv, int64_t pos) const { return Rule::step(a, M(xv), pos); }
+  __device__ acc_t combine(acc_t a, acc_t b) const { return Rule::combine(a, b); }
   __device__ void store(const acc_t& a, int64_t k) const {
     if (out) out[k] = T(a.v);
     index[k] = a.i;
@@ -129,7 +104,7 @@ void logical_kernel(const ReduceArgs& a) {
 
 }  // namespace
 
-void register_reduce_minmax_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, reduce_minmax) {
   constexpr int cuda = int(DeviceType::CUDA);
   minmax_stub.fns[cuda] = &minmax_kernel;
   logical_stub.fns[cuda] = &logical_kernel;

@@ -6,6 +6,8 @@
 
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/reduce_math.h"
+#include "ember/kernels/registration.h"
 
 namespace ember::cuda {
 namespace {
@@ -44,127 +46,55 @@ void sum_typed(const ReduceArgs& a) {
 }
 
 void sum_kernel(const ReduceArgs& a) {
-  const DType od = a.out.dtype(), id = a.in.dtype();
-  dispatch_all(od, "sum", [&](auto otag) {
-    using O = typename decltype(otag)::type;
-    if (id == od) return sum_typed<O, O>(a);
-    if constexpr (std::is_same<O, int64_t>::value) {
-      switch (id) {
-        case DType::Bool:
-          return sum_typed<bool, O>(a);
-        case DType::UInt8:
-          return sum_typed<uint8_t, O>(a);
-        case DType::Int8:
-          return sum_typed<int8_t, O>(a);
-        case DType::Int16:
-          return sum_typed<int16_t, O>(a);
-        case DType::Int32:
-          return sum_typed<int32_t, O>(a);
-        default:
-          break;
-      }
-    }
-    EMBER_ERROR("sum kernel: unsupported dtypes ", dtype_name(id), " -> ", dtype_name(od));
+  reduce_math::dispatch_sum_types(a.out.dtype(), a.in.dtype(), [&](auto itag, auto otag) {
+    sum_typed<typename decltype(itag)::type, typename decltype(otag)::type>(a);
   });
 }
 
 // ---- norms ------------------------------------------------------------------------------
 
-enum NormKind { kL0, kL1, kL2, kLinf, kLninf, kLp };
-
 template <typename T, int Kind>
 struct NormOp {
   using acc_t = double;
+  using Rule = reduce_math::Norm<Kind>;
   T* out;
   double p;
 
-  __device__ acc_t init() const { return Kind == kLninf ? double(INFINITY) : 0.0; }
-  __device__ acc_t combine(acc_t a, acc_t b) const {
-    if constexpr (Kind == kLinf)
-      return (b != b || b > a) ? b : a;
-    else if constexpr (Kind == kLninf)
-      return (b != b || b < a) ? b : a;
-    else
-      return a + b;
-  }
+  __device__ acc_t init() const { return Rule::init(); }
+  __device__ acc_t combine(acc_t a, acc_t b) const { return Rule::combine(a, b); }
   __device__ acc_t step(acc_t a, T xv, int64_t) const {
-    const double x = double(opmath_t<T>(xv));
-    const double ax = fabs(x);
-    if constexpr (Kind == kL0)
-      return a + double(x != 0);
-    else if constexpr (Kind == kL1)
-      return a + ax;
-    else if constexpr (Kind == kL2)
-      return a + x * x;
-    else if constexpr (Kind == kLp)
-      return a + pow(ax, p);
-    else
-      return combine(a, ax);
+    return Rule::step(a, double(opmath_t<T>(xv)), p);
   }
-  __device__ void store(const acc_t& a, int64_t k) const {
-    double r = a;
-    if constexpr (Kind == kL2)
-      r = sqrt(a);
-    else if constexpr (Kind == kLp)
-      r = pow(a, 1.0 / p);
-    out[k] = to_out<T>(r);
-  }
+  __device__ void store(const acc_t& a, int64_t k) const { out[k] = to_out<T>(Rule::finish(a, p)); }
 };
 
 void norm_kernel(const ReduceArgs& a) {
   dispatch_floating(a.in.dtype(), "norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* out = reinterpret_cast<T*>(a.out.data_ptr());
-    const double p = a.p;
-    if (p == 0)
-      run_reduce<T>(a.in, a.mask, NormOp<T, kL0>{out, p});
-    else if (p == 1)
-      run_reduce<T>(a.in, a.mask, NormOp<T, kL1>{out, p});
-    else if (p == 2)
-      run_reduce<T>(a.in, a.mask, NormOp<T, kL2>{out, p});
-    else if (std::isinf(p) && p > 0)
-      run_reduce<T>(a.in, a.mask, NormOp<T, kLinf>{out, p});
-    else if (std::isinf(p))
-      run_reduce<T>(a.in, a.mask, NormOp<T, kLninf>{out, p});
-    else
-      run_reduce<T>(a.in, a.mask, NormOp<T, kLp>{out, p});
+    reduce_math::with_norm_kind(a.p, [&](auto kind) {
+      run_reduce<T>(a.in, a.mask,
+                    NormOp<T, decltype(kind)::value>{reinterpret_cast<T*>(a.out.data_ptr()), a.p});
+    });
   });
 }
 
 // ---- var / std: Welford per thread, Chan's formula across threads, in double ---------------
 
-struct VarAcc {
-  double mean, m2;
-  int64_t n;
-};
-
 template <typename T, bool Std>
 struct VarOp {
-  using acc_t = VarAcc;
+  using acc_t = reduce_math::Welford;
   T* out;
   T* mean_out;  // may be null
   double correction;
 
   __device__ acc_t init() const { return {0.0, 0.0, 0}; }
   __device__ acc_t step(acc_t a, T xv, int64_t) const {
-    const double x = double(opmath_t<T>(xv));
-    const int64_t n = a.n + 1;
-    const double d = x - a.mean;
-    const double mean = a.mean + d / double(n);
-    return {mean, a.m2 + d * (x - mean), n};
+    return reduce_math::welford_step(a, double(opmath_t<T>(xv)));
   }
-  __device__ acc_t combine(acc_t a, acc_t b) const {
-    if (a.n == 0) return b;
-    if (b.n == 0) return a;
-    const int64_t n = a.n + b.n;
-    const double d = b.mean - a.mean, fb = double(b.n) / double(n);
-    return {a.mean + d * fb, a.m2 + b.m2 + d * d * double(a.n) * fb, n};
-  }
+  __device__ acc_t combine(acc_t a, acc_t b) const { return reduce_math::welford_combine(a, b); }
   __device__ void store(const acc_t& a, int64_t k) const {
-    double v = a.m2 / fmax(0.0, double(a.n) - correction);
-    if (Std) v = sqrt(v);
-    out[k] = to_out<T>(v);
-    if (mean_out) mean_out[k] = to_out<T>(a.n ? a.mean : double(NAN));
+    out[k] = to_out<T>(reduce_math::welford_finish(a, correction, Std));
+    if (mean_out) mean_out[k] = to_out<T>(reduce_math::welford_mean(a));
   }
 };
 
@@ -182,12 +112,11 @@ void var_kernel(const ReduceArgs& a) {
 
 }  // namespace
 
-void register_reduce_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, reduce_sum) {
   constexpr int cuda = int(DeviceType::CUDA);
   sum_stub.fns[cuda] = &sum_kernel;
   norm_stub.fns[cuda] = &norm_kernel;
   var_stub.fns[cuda] = &var_kernel;
-  register_reduce_minmax_kernels();
 }
 
 }  // namespace ember::cuda

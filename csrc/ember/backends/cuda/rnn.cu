@@ -12,6 +12,7 @@
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/backends/cuda/loops.cuh"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/nn_rnn.h"
 
 namespace ember::cuda {
@@ -242,7 +243,7 @@ void accumulate_entry(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-void register_rnn_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, rnn) {
   rnn_step_fwd_stub.fns[int(DeviceType::CUDA)] = &step_fwd_entry;
   rnn_step_bwd_stub.fns[int(DeviceType::CUDA)] = &step_bwd_entry;
   rnn_accumulate_stub.fns[int(DeviceType::CUDA)] = &accumulate_entry;

@@ -6,6 +6,7 @@
 
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
+#include "ember/core/device_guard.h"
 
 namespace ember::cuda {
 
@@ -46,5 +47,26 @@ void set_current_stream(int device, cudaStream_t s) {
   EMBER_CHECK(device >= 0 && device < kMaxDevices, "CUDA: invalid device index ", device);
   t_current[device] = s;
 }
+
+namespace {
+
+// The core's DeviceGuard hooks (Note [Device guard], core/device_guard.h), installed when this
+// module is loaded.
+const char* set_device_hook(int d) {
+  if (d >= device_count()) return "invalid device ordinal (no such CUDA device)";
+  const cudaError_t e = cudaSetDevice(d);
+  if (e == cudaSuccess) return nullptr;
+  (void)cudaGetLastError();
+  return cudaGetErrorString(e);
+}
+
+struct InstallDeviceHooks {
+  InstallDeviceHooks() {
+    cuda_device_hooks.set = &set_device_hook;
+    cuda_device_hooks.get = [] { return current_device(); };
+  }
+} install_device_hooks;
+
+}  // namespace
 
 }  // namespace ember::cuda

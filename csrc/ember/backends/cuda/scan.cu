@@ -35,6 +35,8 @@
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/reduce_math.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/reduce.h"
 #include "ember/kernels/stubs/surface_scan.h"
 
@@ -245,18 +247,8 @@ void scan_typed(const Tensor& t, int64_t dim) {
 void scan_kernel(const ReduceArgs& a) {
   EMBER_CHECK(a.out.is_contiguous(), "cumsum (CUDA): internal error: non-contiguous output");
   const int64_t dim = a.mask[0];
-  if (ScanKind(a.kind) == ScanKind::LogCumSumExp) {
-    dispatch_floating(a.out.dtype(), "logcumsumexp", [&](auto tag) {
-      scan_typed<typename decltype(tag)::type, int(ScanKind::LogCumSumExp)>(a.out, dim);
-    });
-    return;
-  }
-  dispatch_all(a.out.dtype(), "cumsum", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (ScanKind(a.kind) == ScanKind::Cumprod)
-      scan_typed<T, int(ScanKind::Cumprod)>(a.out, dim);
-    else
-      scan_typed<T, int(ScanKind::Cumsum)>(a.out, dim);
+  reduce_math::dispatch_scan(a.kind, a.out.dtype(), [&](auto tag, auto kind) {
+    scan_typed<typename decltype(tag)::type, decltype(kind)::value>(a.out, dim);
   });
 }
 
@@ -323,7 +315,7 @@ void cummaxmin_kernel(const Tensor& values, const Tensor& indices, const Tensor&
 
 }  // namespace
 
-void register_scan_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, scan) {
   constexpr int cuda = int(DeviceType::CUDA);
   scan_stub.fns[cuda] = &scan_kernel;
   cummaxmin_stub.fns[cuda] = &cummaxmin_kernel;

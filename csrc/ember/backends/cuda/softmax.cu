@@ -9,6 +9,7 @@
 
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/nn_activation.h"
 
 namespace ember::cuda {
@@ -196,7 +197,7 @@ void softmax_backward_kernel(const Tensor& gx, const Tensor& g, const Tensor& y,
 
 }  // namespace
 
-void register_softmax_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, softmax) {
   constexpr int cuda = int(DeviceType::CUDA);
   softmax_stub.fns[cuda] = &softmax_kernel;
   softmax_backward_stub.fns[cuda] = &softmax_backward_kernel;

@@ -38,6 +38,7 @@
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/reduce.h"
 #include "ember/kernels/stubs/sort.h"
 #include "ember/kernels/stubs/surface_scan.h"
@@ -717,7 +718,7 @@ void unique_rows_kernel(const Tensor& rows, bool consecutive, std::vector<int64_
 
 }  // namespace
 
-void register_sort_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, sort) {
   constexpr int cuda = int(DeviceType::CUDA);
   sort_stub.fns[cuda] = &sort_kernel;
   topk_stub.fns[cuda] = &topk_kernel;

@@ -28,6 +28,7 @@
 #include "ember/backends/cuda/reduce.cuh"
 #include "ember/kernels/dispatch.h"
 #include "ember/kernels/functors.h"
+#include "ember/kernels/registration.h"
 #include "ember/kernels/stubs/sparse.h"
 
 #define EMBER_CUSPARSE_CHECK(expr)                                                               \
@@ -374,7 +375,7 @@ void sddmm_kernel_cuda(const Tensor& out, const Tensor& rows, const Tensor& cols
 
 }  // namespace
 
-void register_sparse_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, sparse) {
   constexpr int cuda = int(DeviceType::CUDA);
   coalesce_stub.fns[cuda] = &coalesce_kernel_cuda;
   spmm_stub.fns[cuda] = &spmm_kernel_cuda;

@@ -4,6 +4,7 @@
 // two halves in parallel.
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/kernels/elementwise_kernels.h"
+#include "ember/kernels/registration.h"
 
 namespace ember::cuda {
 namespace {
@@ -16,7 +17,7 @@ void reg(UnaryOp op) {
 
 }  // namespace
 
-void register_unary_float_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, unary_float) {
 #define EMBER_REG(n, F, k) reg<fn::F, Kind::k>(UnaryOp::n);
   EMBER_UNARY_OPS(EMBER_REG)
 #undef EMBER_REG

@@ -4,6 +4,7 @@
 // (kernels/elementwise_kernels.h) over the CUDA loop (loops.cuh).
 #include "ember/backends/cuda/loops.cuh"
 #include "ember/kernels/elementwise_kernels.h"
+#include "ember/kernels/registration.h"
 
 namespace ember::cuda {
 namespace {
@@ -16,7 +17,7 @@ void reg(UnaryOp op) {
 
 }  // namespace
 
-void register_unary_other_kernels() {
+EMBER_REGISTER_KERNELS(CUDA, unary_other) {
 #define EMBER_REG(n, F, k) reg<fn::F, Kind::k>(UnaryOp::n);
   EMBER_UNARY_OPS(EMBER_REG)
 #undef EMBER_REG

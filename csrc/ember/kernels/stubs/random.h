@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
 #include "ember/core/half.h"
 #include "ember/core/scalar.h"
@@ -51,6 +52,17 @@ EMBER_HOST_DEVICE inline Block block(uint64_t seed, uint64_t counter) {
 /// Uniform float in [0, 1) with `bits` random mantissa bits (<= 24).
 EMBER_HOST_DEVICE inline float to_unit_float(uint32_t x, int bits = 24) {
   return float(x >> (32 - bits)) * (1.0f / float(uint32_t(1) << bits));
+}
+/// The random mantissa bits of a uniform draw in T (float16: 11, bfloat16: 8, float: 24),
+/// so that every value of the grid [0, 1) in steps of 2^-bits is representable in T.
+template <typename T>
+constexpr int mantissa_bits() {
+  if constexpr (std::is_same<T, Half>::value)
+    return 11;
+  else if constexpr (std::is_same<T, BFloat16>::value)
+    return 8;
+  else
+    return 24;
 }
 /// Uniform double in [0, 1) with 53 random bits.
 EMBER_HOST_DEVICE inline double to_unit_double(uint32_t lo, uint32_t hi) {

@@ -9,18 +9,17 @@ inputs raise the same LinAlgError; gradients of solve, inv, det, cholesky, qr, e
 Factors that are unique only up to signs (Q, eigenvectors, singular vectors) are compared
 through what they determine: the reconstruction of A, orthonormality, and |columns|.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons
-CPU against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import numpy as np
 import pytest
-from cuda_compare import (
-    DEV,
+from device_compare import (
     as_numpy,
     assert_same,
     check,
+    cmp_dev,
     make,
-    needs_gpu,
     noncontig,
     seeded,
     to_dev,
@@ -28,7 +27,7 @@ from cuda_compare import (
 
 import ember
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 REAL = ["float32", "float64"]
 # cuSOLVER and LAPACK order their floating-point operations differently.
@@ -75,7 +74,7 @@ def assert_close_np(expected, actual, tolerance, what=""):
 
 
 def on_dev(t):
-    assert t.device.type == ember.device(DEV).type
+    assert t.device.type == ember.device(cmp_dev()).type
     return t
 
 
@@ -426,7 +425,7 @@ def test_input_errors():
 
 
 def _grads(fn, *inputs):
-    """fn on leaf copies of `inputs` on the CPU and on DEV: (CPU grads, DEV grads)."""
+    """fn on leaf copies of `inputs` on the CPU and on the device: (CPU grads, device grads)."""
     out = []
     for xs in (inputs, to_dev(inputs)):
         leaves = [x.detach().clone().requires_grad_(True) for x in xs]

@@ -9,21 +9,20 @@ Where the CPU's index choice among equal values is unspecified (sort with stable
 std::sort, median std::nth_element), the indices are checked by gathering the input with
 them; everywhere else they are compared exactly.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons CPU
-against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import numpy as np
 import pytest
-from cuda_compare import (
+from device_compare import (
     ALL,
-    DEV,
     FLOATS,
     INTS,
     as_numpy,
     assert_same,
     check,
+    cmp_dev,
     make,
-    needs_gpu,
     noncontig,
     seeded,
     to_dev,
@@ -31,7 +30,7 @@ from cuda_compare import (
 
 import ember
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 NUMERIC = INTS + FLOATS
 
@@ -41,7 +40,7 @@ ROW_LENGTHS = [1, 31, 64, 65, 256, 1024, 4096, 5000, 70000]
 
 
 def check_pair(fn, x, dim, exact_indices, what, gather=True):
-    """fn(x) -> (values, indices) on the CPU and on DEV: values equal; indices equal, or
+    """fn(x) -> (values, indices) on the CPU and on the device: values equal; indices equal, or
     (not exact_indices) pointing at equal values of x along dim."""
     ev, ei = fn(x)
     av, ai = fn(to_dev(x))
@@ -50,7 +49,7 @@ def check_pair(fn, x, dim, exact_indices, what, gather=True):
         assert_same(ei, ai, what=what + " indices")
         return
     assert ai.dtype == ei.dtype and tuple(ai.shape) == tuple(ei.shape), what
-    assert ai.device.type == ember.device(DEV).type, what
+    assert ai.device.type == ember.device(cmp_dev()).type, what
     if gather and x.dim() > 0:
         idx = ai.cpu()
         if idx.dim() < x.dim():

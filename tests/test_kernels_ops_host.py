@@ -1,22 +1,32 @@
-"""The op-layer and Python-library code that reads tensor data on the host, run on DEV
+"""The op-layer and Python-library code that reads tensor data on the host, run on the device
 against the CPU: GradScaler's `_amp_foreach_non_finite_check_and_unscale_` and
 `_amp_update_scale_` (device tensors, no host copy), the argument checks of bernoulli_ / normal
 (an on-device check, the elements copied only for the error), integer pow's negative-exponent
 check, packed RNNs (batch_sizes read on the host), MultiheadAttention's bias_k / add_zero_attn
 masks, gradcheck / jacobian on device inputs and the vision helpers that end in NumPy.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons CPU
-against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import numpy as np
 import pytest
-from cuda_compare import DEV, FLOATS, as_numpy, assert_same, check, make, needs_gpu, seeded, to_dev
+from device_compare import (
+    FLOATS,
+    as_numpy,
+    assert_same,
+    check,
+    cmp_dev,
+    make,
+    seeded,
+    skip_on_cpu,
+    to_dev,
+)
 
 import ember
 import ember.nn as nn
 from ember import _C
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 
 # ---- GradScaler ---------------------------------------------------------------------------------
@@ -73,14 +83,14 @@ def test_update_scale(found_v, tracker_v, interval, scale_v, factors):
     actual = run(*to_dev([scale, tracker, found]))
     np.testing.assert_array_equal(as_numpy(actual[0]), as_numpy(expected[0]))  # bitwise
     np.testing.assert_array_equal(as_numpy(actual[1]), as_numpy(expected[1]))
-    assert actual[0].device.type == ember.device(DEV).type
+    assert actual[0].device.type == ember.device(cmp_dev()).type
 
 
-@pytest.mark.skipif(DEV == "cpu", reason="mixes CPU and device tensors")
 def test_update_scale_mixed_devices_raise():
+    skip_on_cpu("mixes CPU and device tensors")
     with pytest.raises(RuntimeError):
-        _C._amp_update_scale_(ember.ones((), device=DEV), ember.zeros((), dtype=ember.int32),
-                              ember.zeros((), device=DEV), 2.0, 0.5, 3)
+        _C._amp_update_scale_(ember.ones((), device=cmp_dev()), ember.zeros((), dtype=ember.int32),
+                              ember.zeros((), device=cmp_dev()), 2.0, 0.5, 3)
 
 
 def test_grad_scaler_loop():
@@ -103,7 +113,7 @@ def test_grad_scaler_loop():
             scales.append(scaler.get_scale())
         return scales, [p.detach() for p in model.parameters()]
     s_cpu, p_cpu = train("cpu")
-    s_dev, p_dev = train(DEV)
+    s_dev, p_dev = train(cmp_dev())
     assert s_cpu == s_dev
     assert_same(p_cpu, p_dev)
 
@@ -156,7 +166,7 @@ def test_packed_lstm():
         padded, lens = nn.utils.rnn.pad_packed_sequence(out)
         return [padded, h, c]
     expected = run(x, "cpu")
-    actual = run(to_dev(x), DEV)
+    actual = run(to_dev(x), cmp_dev())
     assert_same(expected, actual)
 
 
@@ -173,7 +183,7 @@ def test_mha_bias_kv_masks(add_zero_attn):
         out, w = mha.to(dev)(q, q, q, attn_mask=m, key_padding_mask=k)
         return [out, w]
     expected = run(q, attn_mask, kpm, "cpu")
-    actual = run(*to_dev([q, attn_mask, kpm]), DEV)
+    actual = run(*to_dev([q, attn_mask, kpm]), cmp_dev())
     assert_same(expected, actual, tol=(1e-4, 1e-5))
 
 
@@ -182,17 +192,17 @@ def test_mha_bias_kv_masks(add_zero_attn):
 @pytest.mark.parametrize("fast_mode", [False, True])
 def test_gradcheck_on_device(fast_mode):
     rng = seeded("gradcheck", fast_mode)
-    x = make((3, 2), "float64", rng).to(DEV).requires_grad_()
-    w = make((2, 2), "float64", rng).to(DEV).requires_grad_()
+    x = make((3, 2), "float64", rng).to(cmp_dev()).requires_grad_()
+    w = make((2, 2), "float64", rng).to(cmp_dev()).requires_grad_()
     assert ember.autograd.gradcheck(lambda a, b: (a @ b).sin(), (x, w), fast_mode=fast_mode)
     assert ember.autograd.gradgradcheck(lambda a, b: (a @ b).sin(), (x, w))
 
 
 def test_jacobian_empty_output_device():
-    x = make((3,), "float64", seeded("jac")).to(DEV)
+    x = make((3,), "float64", seeded("jac")).to(cmp_dev())
     j = ember.autograd.functional.jacobian(lambda a: a[:0] * 2, x)
     assert tuple(j.shape) == (0, 3)
-    assert j.device.type == ember.device(DEV).type
+    assert j.device.type == ember.device(cmp_dev()).type
 
 
 # ---- vision -------------------------------------------------------------------------------------
@@ -200,7 +210,7 @@ def test_jacobian_empty_output_device():
 def test_to_uint8_hwc():
     from ember.vision.utils import to_uint8_hwc
     img = make((3, 5, 4), "float32", seeded("uint8"), lo=-0.2, hi=1.2)
-    np.testing.assert_array_equal(to_uint8_hwc(img.to(DEV)), to_uint8_hwc(img))
+    np.testing.assert_array_equal(to_uint8_hwc(img.to(cmp_dev())), to_uint8_hwc(img))
 
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "edge", "symmetric"])
@@ -221,5 +231,5 @@ def test_resize_antialias_and_rotate():
 def test_to_pil_image():
     import ember.vision.transforms.functional as TF
     img = make((3, 4, 5), "float32", seeded("pil"), lo=0.0, hi=1.0)
-    np.testing.assert_array_equal(np.asarray(TF.to_pil_image(img.to(DEV))),
+    np.testing.assert_array_equal(np.asarray(TF.to_pil_image(img.to(cmp_dev()))),
                                   np.asarray(TF.to_pil_image(img)))

@@ -11,17 +11,17 @@ targets that need the global workspace). Forward values and .grad are compared, 
 floating dtype, on empty, 0-d, size-1, non-contiguous and multi-block shapes; where the
 CPU raises, the device must raise the same exception type.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons
-CPU against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import numpy as np
 import pytest
-from cuda_compare import FLOATS, assert_same, check, make, needs_gpu, noncontig, seeded, to_dev
+from device_compare import FLOATS, assert_same, check, make, noncontig, seeded, to_dev
 
 import ember
 import ember.nn.functional as F
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 
 def _grad(f, x0, g, **kw):
@@ -32,7 +32,7 @@ def _grad(f, x0, g, **kw):
 
 
 def check_grad(f, x0, g, tol=None, what=""):
-    """The gradient of f at x0 against g, on the CPU and on DEV."""
+    """The gradient of f at x0 against g, on the CPU and on the device."""
     return check(lambda x, gg: _grad(f, x, gg), x0, g, tol=tol, what=what)
 
 

@@ -6,20 +6,19 @@ through im2col / col2im / conv_layout and cuBLAS (the front-end's batch-chunk pa
 Note [Convolution layout]). TF32 is off (allow_tf32=False) so float32 is compared at
 float32 tolerance.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons
-CPU against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import copy
 
 import pytest
-from cuda_compare import (
-    DEV,
+from device_compare import (
     FLOATS,
     as_numpy,
     assert_same,
     check,
+    cmp_dev,
     make,
-    needs_gpu,
     noncontig,
     seeded,
     to_dev,
@@ -27,7 +26,7 @@ from cuda_compare import (
 
 import ember
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 F = ember.nn.functional
 
 # Sums of up to a few hundred products: looser than the elementwise tolerances (cuDNN,
@@ -60,7 +59,7 @@ def run_with_grads(f, x, w, b, gy, view=None, **kw):
 
 def check_conv(f, dtype_name, xshape, wshape, bias=True, what="", view=None, wide=None,
                grad=True, **kw):
-    """Forward (and backward) of f on CPU and DEV inputs of the given shapes."""
+    """Forward (and backward) of f on CPU and the device inputs of the given shapes."""
     rng = seeded(f.__name__, dtype_name, xshape, wshape, bias, what, tuple(sorted(kw.items())))
     x = make(wide or xshape, dtype_name, rng, lo=-1.0, hi=1.0)
     w = make(wshape, dtype_name, rng, lo=-1.0, hi=1.0)
@@ -298,7 +297,7 @@ def test_conv2d_module():
     for kw in ({}, {"stride": 2, "padding": 1, "groups": 2, "bias": False},
                {"padding": "same", "dilation": 2}):
         m = ember.nn.Conv2d(4, 6, 3, **kw)
-        md = copy.deepcopy(m).to(DEV)
+        md = copy.deepcopy(m).to(cmp_dev())
         rng = seeded("module", tuple(sorted(kw.items())))
         x = make((3, 4, 10, 9), "float32", rng)
         y = m(x)

@@ -10,20 +10,20 @@ past one staged chunk, accumulators too big for shared memory), non-contiguous i
 outputs and the gradients of q, k and v; nn.MultiheadAttention, which runs on the fused
 kernel without weights.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons
-CPU against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import copy
 
 import numpy as np
 import pytest
-from cuda_compare import DEV, assert_same, check, dt, make, needs_gpu, seeded, to_dev
+from device_compare import assert_same, check, cmp_dev, dt, make, seeded, to_dev
 
 import ember
 import ember.nn.functional as F
 from ember import nn
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 # GEMMs (cuBLAS against the CPU BLAS) and exp/tanh differ in the last bits; errors grow along
 # the sequence and through backward.
@@ -36,7 +36,7 @@ def _leaf(t):
 
 
 def _pair(t):
-    """The CPU leaf and its DEV copy (also a leaf)."""
+    """The CPU leaf and its copy on the device (also a leaf)."""
     a = _leaf(t)
     return a, _leaf(to_dev(a.detach()))
 
@@ -51,12 +51,12 @@ RNN_DTYPES = ["float32", "float64"]
 
 
 def _run_module(mod_cpu, dtype_name, x, states, weight_seed):
-    """Forward and backward of mod_cpu and of its DEV copy on x (and the state tuple), then
+    """Forward and backward of mod_cpu and of its copy on the device on x (and the state tuple), then
     compare outputs and every gradient."""
     tol = TOL[dtype_name]
     for prm in mod_cpu.parameters():
         prm.grad = None
-    mod_dev = copy.deepcopy(mod_cpu).to(DEV)
+    mod_dev = copy.deepcopy(mod_cpu).to(cmp_dev())
     xc, xd = _pair(x)
     sc = [_pair(s) for s in states]
     st_c = [a for a, _ in sc]
@@ -159,7 +159,7 @@ def test_rnn_packed_sequences(kind, dtype_name):
     d = dt(dtype_name)
     rng = seeded("packed", kind, dtype_name)
     mod_c = getattr(nn, kind)(3, 5, num_layers=2, bidirectional=True, dtype=d)
-    mod_d = copy.deepcopy(mod_c).to(DEV)
+    mod_d = copy.deepcopy(mod_c).to(cmp_dev())
     x = make((6, 4, 3), dtype_name, rng, lo=-1, hi=1)
     lengths = [6, 4, 4, 1]
     xc, xd = _pair(x)
@@ -211,7 +211,7 @@ def test_rnn_errors_match_cpu():
     mod = nn.LSTM(4, 6)
     x = make((3, 2, 4), "float32", rng)
     bad_h = (make((1, 3, 6), "float32", rng), make((1, 2, 6), "float32", rng))
-    mod_d = copy.deepcopy(mod).to(DEV)
+    mod_d = copy.deepcopy(mod).to(cmp_dev())
     with pytest.raises(RuntimeError):
         mod(x, bad_h)
     with pytest.raises(RuntimeError):
@@ -230,7 +230,7 @@ SDPA_DTYPES = ["float32", "float64"]
 
 
 def _sdpa_compare(q, k, v, dtype_name, tol=None, grads=True, seed=None, **kw):
-    """F.scaled_dot_product_attention on the CPU leaves and on their DEV copies: the output
+    """F.scaled_dot_product_attention on the CPU leaves and on their copies on the device: the output
     and the gradients of q, k and v (and of a float mask when it requires grad)."""
     tol = tol or TOL[dtype_name]
     qc, qd = _pair(q)
@@ -359,7 +359,7 @@ def test_sdpa_dropout_double_backward():
     rng = seeded("sdpa-drop-2")
     q, k, v = _qkv(1, 2, 2, 9, 11, 8, 8, "float64", rng)
     res = []
-    for dev in ["cpu", DEV]:
+    for dev in ["cpu", cmp_dev()]:
         qq, kk, vv = (_leaf(t.to(dev)) for t in (q, k, v))
         ember.manual_seed(77)
         o = F.scaled_dot_product_attention(qq, kk, vv, dropout_p=0.4)
@@ -367,7 +367,7 @@ def test_sdpa_dropout_double_backward():
         gq.sum().backward()
         res.append((o, gq, kk.grad, vv.grad))
     for a, b in zip(res[0], res[1]):
-        assert_same(a, b.to(DEV), TOL["float64"])
+        assert_same(a, b.to(cmp_dev()), TOL["float64"])
 
 
 @pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
@@ -402,7 +402,7 @@ def test_multihead_attention_matches_cpu(dtype_name):
     rng = seeded("mha", dtype_name)
     for batch_first in [False, True]:
         mha_c = nn.MultiheadAttention(16, 4, batch_first=batch_first, dtype=d)
-        mha_d = copy.deepcopy(mha_c).to(DEV)
+        mha_d = copy.deepcopy(mha_c).to(cmp_dev())
         shape = (3, 7, 16) if batch_first else (7, 3, 16)
         x = make(shape, dtype_name, rng, lo=-1, hi=1)
         xc, xd = _pair(x)

@@ -7,29 +7,28 @@ repeat_interleave (index_remap), scatter_reduce / index_reduce / scatter(reduce=
 gradients of the differentiable ones, and the errors (out-of-range indices raise IndexError
 on both devices).
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons
-CPU against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import numpy as np
 import pytest
-from cuda_compare import (
+from device_compare import (
     ALL,
-    DEV,
     FLOATS,
     INTS,
     assert_same,
     check,
     dt,
     make,
-    needs_gpu,
     noncontig,
     seeded,
+    skip_on_cpu,
     to_dev,
 )
 
 import ember
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 # Floating sums of duplicate indices run as atomics in an unspecified order on CUDA.
 ATOMIC_TOL = {"float16": (1e-2, 1e-2), "bfloat16": (6e-2, 6e-2), "float32": (1e-5, 1e-5),
@@ -50,7 +49,7 @@ def perm_idx(rng, n, k=None):
 
 
 def check_grad(fn, *inputs, tol=None, what=""):
-    """fn on CPU leaves and on DEV leaves: compares the outputs and every input's .grad."""
+    """fn on CPU leaves and on device leaves: compares the outputs and every input's .grad."""
     rng = seeded("grad", what)
     results, weights = [], []
     for dev_side in (False, True):
@@ -402,8 +401,8 @@ def test_scatter_reduce_special_values_and_legacy():
               what=f"scatter reduce out of range {dtype_name}")
 
 
-@pytest.mark.skipif(DEV == "cpu", reason="needs a second device")
 def test_operands_on_another_device_raise():
+    skip_on_cpu("needs a second device")
     x = to_dev(ember.ones(3, 4))
     with pytest.raises(RuntimeError):
         ember.scatter_reduce(x, 0, idx([[0, 1]]), x[:1, :2], "sum")

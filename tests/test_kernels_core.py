@@ -6,8 +6,8 @@ softmax / log_softmax forward and backward; on 0-d, empty, non-contiguous, broad
 large shapes. Each test runs the op on the CPU and on CUDA from the same inputs and
 compares; where the CPU raises, CUDA must raise the same exception type.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons
-CPU against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import math
 import re
@@ -15,25 +15,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_compare import (
+from device_compare import (
     ALL,
-    DEV,
     FLOATS,
     INTS,
     as_numpy,
     assert_same,
     check,
+    cmp_dev,
     dt,
     make,
-    needs_gpu,
     noncontig,
     seeded,
+    skip_on_cpu,
     to_dev,
 )
 
 import ember
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 _OPS_DEF = Path(__file__).resolve().parents[1] / "csrc" / "ember" / "kernels" / "ops.def"
 
@@ -376,16 +376,16 @@ def test_tf32_matmul_is_close_and_off_by_default():
 # ---- random -----------------------------------------------------------------------------------
 
 def _draw_both(draw, seed=1234):
-    """draw(device) after manual_seed(seed), on the CPU and on DEV."""
+    """draw(device) after manual_seed(seed), on the CPU and on the device."""
     ember.manual_seed(seed)
     cpu = draw("cpu")
     ember.manual_seed(seed)
-    dev = draw(DEV)
+    dev = draw(cmp_dev())
     return cpu, dev
 
 
 def assert_bitwise(cpu, dev, what):
-    assert dev.device.type == ember.device(DEV).type and dev.dtype == cpu.dtype, what
+    assert dev.device.type == ember.device(cmp_dev()).type and dev.dtype == cpu.dtype, what
     np.testing.assert_array_equal(as_numpy(dev), as_numpy(cpu), err_msg=what)
 
 
@@ -502,18 +502,18 @@ def test_default_device_factories():
     """ember.set_default_device / `with ember.device(...)`: factories without device= allocate
     there; `_like` factories follow their tensor."""
     prev = ember.get_default_device()
-    ember.set_default_device(DEV)
+    ember.set_default_device(cmp_dev())
     try:
         for t in (ember.zeros(2, 3), ember.ones(4), ember.empty(1), ember.full((2,), 7.0),
                   ember.arange(5), ember.linspace(0, 1, 4), ember.eye(3), ember.randn(3),
                   ember.rand(2), ember.randint(0, 5, (3,)), ember.tensor([1.0, 2.0]),
                   ember.as_tensor([1, 2]), ember.empty_strided((2, 2), (1, 2))):
-            assert t.device.type == ember.device(DEV).type
+            assert t.device.type == ember.device(cmp_dev()).type
         assert ember.zeros_like(ember.zeros(2, device="cpu")).device.type == "cpu"
     finally:
         ember.set_default_device(prev)
-    with ember.device(DEV):
-        assert ember.zeros(1).device.type == ember.device(DEV).type
+    with ember.device(cmp_dev()):
+        assert ember.zeros(1).device.type == ember.device(cmp_dev()).type
     assert ember.zeros(1).device.type == "cpu"
 
 
@@ -529,19 +529,19 @@ def test_deterministic_accumulation():
     ember.use_deterministic_algorithms(True)
     try:
         for _ in range(2):
-            x = ember.zeros(7, device=DEV)
+            x = ember.zeros(7, device=cmp_dev())
             x.index_put_((to_dev(idx),), to_dev(vals), accumulate=True)
-            y = ember.zeros(7, device=DEV).index_add_(0, to_dev(idx), to_dev(vals))
-            z = ember.zeros(7, device=DEV).scatter_add_(0, to_dev(idx), to_dev(vals))
-            w = ember.zeros(7, device=DEV).scatter_reduce(0, to_dev(idx), to_dev(vals), "sum")
+            y = ember.zeros(7, device=cmp_dev()).index_add_(0, to_dev(idx), to_dev(vals))
+            z = ember.zeros(7, device=cmp_dev()).scatter_add_(0, to_dev(idx), to_dev(vals))
+            w = ember.zeros(7, device=cmp_dev()).scatter_reduce(0, to_dev(idx), to_dev(vals), "sum")
             runs.append([as_numpy(t) for t in (x, y, z, w)])
         for a, b in zip(*runs):
             np.testing.assert_array_equal(a, b)
         ref = as_numpy(ember.zeros(7).index_add_(0, idx, vals))
         np.testing.assert_allclose(runs[0][0], ref, rtol=1e-5, atol=1e-4)
-        x = make((1, 1, 6, 6), "float32", rng).to(DEV).requires_grad_(True)
+        x = make((1, 1, 6, 6), "float32", rng).to(cmp_dev()).requires_grad_(True)
         out = ember.nn.functional.max_pool2d(x, 3, stride=1)
-        if DEV == "cuda":
+        if cmp_dev() == "cuda":
             with pytest.raises(RuntimeError, match="does not have a deterministic implementation"):
                 out.sum().backward()
         ember.use_deterministic_algorithms(True, warn_only=True)
@@ -552,19 +552,19 @@ def test_deterministic_accumulation():
         ember.use_deterministic_algorithms(False)
 
 
-@pytest.mark.skipif(DEV == "cpu", reason="mixes CPU and device tensors")
 def test_mixed_device_arguments():
     """CPU targets with device log_probs are accepted by ctc_loss (as PyTorch); a CPU
     attention mask with device q/k/v is an error naming both devices, never a host pointer
     handed to a kernel."""
+    skip_on_cpu("mixes CPU and device tensors")
     rng = seeded("mixed")
     F = ember.nn.functional
     lp = make((6, 2, 5), "float32", rng).log_softmax(2)
     tg = ember.tensor([[1, 2], [3, 3]])
     lens, tlens = ember.tensor([6, 5]), ember.tensor([2, 2])
     expected = F.ctc_loss(lp, tg, lens, tlens)
-    actual = F.ctc_loss(lp.to(DEV), tg, lens, tlens)
+    actual = F.ctc_loss(lp.to(cmp_dev()), tg, lens, tlens)
     assert_same(expected, actual, what="ctc_loss with CPU targets")
-    q = make((1, 1, 3, 4), "float32", rng).to(DEV)
+    q = make((1, 1, 3, 4), "float32", rng).to(cmp_dev())
     with pytest.raises(RuntimeError, match="attn_mask to be on the same device"):
         F.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones(3, 3, dtype=ember.bool))

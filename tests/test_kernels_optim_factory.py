@@ -3,26 +3,25 @@ every optimizer of ember.optim (the fused multi-tensor steps) over several steps
 odd sizes and every floating dtype, arange / linspace / logspace, tril / triu (out-of-place and
 in place, batched, non-square, non-contiguous), trace, multinomial (bitwise where the cumulative
 sums are exact, statistically otherwise; errors on bad rows) and cdist (every p, batched,
-compute_mode, forward and backward). Each test runs the public op on the CPU and on DEV from
-the same inputs and compares; where the CPU raises, DEV must raise the same exception type.
+compute_mode, forward and backward). Each test runs the public op on the CPU and on the device from
+the same inputs and compares; where the CPU raises, the device must raise the same exception type.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons CPU
-against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import math
 
 import numpy as np
 import pytest
-from cuda_compare import (
-    DEV,
+from device_compare import (
     FLOATS,
     INTS,
     as_numpy,
     assert_same,
     check,
+    cmp_dev,
     dt,
     make,
-    needs_gpu,
     noncontig,
     seeded,
     to_dev,
@@ -31,19 +30,19 @@ from cuda_compare import (
 import ember
 import ember.nn.functional as F
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 
 def both(fn, tol=None, what=""):
-    """fn(device) on the CPU and on DEV, compared (or both raising the same exception type)."""
+    """fn(device) on the CPU and on the device, compared (or both raising the same exception type)."""
     try:
         expected = fn("cpu")
-    except Exception as exc:  # noqa: BLE001 - DEV must raise the same type
+    except Exception as exc:  # noqa: BLE001 - the device must raise the same type
         with pytest.raises(type(exc)) as info:
-            fn(DEV)
+            fn(cmp_dev())
         assert "not implemented for 'CUDA'" not in str(info.value), f"{what}: {info.value}"
         return None
-    actual = fn(DEV)
+    actual = fn(cmp_dev())
     assert_same(expected, actual, tol, what)
     return actual
 
@@ -91,7 +90,7 @@ OPT_TOL = {"float16": (4e-3, 2e-3), "bfloat16": (3e-2, 2e-2), "float32": (1e-4, 
 
 def _same_value(e, a, tol, what):
     if isinstance(e, ember.Tensor):
-        if e.device.type == "cpu" and a.device.type == "cpu" and DEV != "cpu":
+        if e.device.type == "cpu" and a.device.type == "cpu" and cmp_dev() != "cpu":
             # state kept on the CPU on both sides (step counters)
             np.testing.assert_array_equal(as_numpy(a), as_numpy(e), err_msg=what)
         else:
@@ -109,13 +108,13 @@ def _same_value(e, a, tol, what):
 
 
 def _run_optimizer(name, kwargs, shapes, dtypes, steps=3, key=(), make_params=None):
-    """Runs `steps` steps of optimizer `name` on CPU params and on their DEV copies with the
+    """Runs `steps` steps of optimizer `name` on CPU params and on their copies on the device with the
     same gradients; compares the params and the state_dict."""
     rng = seeded(name, repr(kwargs), repr(shapes), repr(dtypes), *key)
     if make_params is None:
         init = [make(s, d, rng, lo=-1.0, hi=1.0) for s, d in zip(shapes, dtypes)]
         cpu = [t.clone().requires_grad_() for t in init]
-        dev = [t.to(DEV).requires_grad_() for t in init]
+        dev = [t.to(cmp_dev()).requires_grad_() for t in init]
     else:
         cpu, dev = make_params(rng)
     grads = [[make(tuple(p.shape), str(p.dtype).replace("ember.", ""), rng, lo=-1.0, hi=1.0)
@@ -125,7 +124,7 @@ def _run_optimizer(name, kwargs, shapes, dtypes, steps=3, key=(), make_params=No
     for g in grads:
         for p, q, x in zip(cpu, dev, g):
             p.grad = x.clone()
-            q.grad = x.to(DEV)
+            q.grad = x.to(cmp_dev())
         oc.step()
         od.step()
     tol = OPT_TOL[str(cpu[0].dtype).replace("ember.", "")]
@@ -161,7 +160,7 @@ def test_optimizer_mixed_dtypes_and_many_tensors(name, kwargs):
     def make_params(_):
         init = [make(s, d, rng, lo=-1.0, hi=1.0) for s, d in zip(shapes, dtypes)]
         return ([t.clone().requires_grad_() for t in init],
-                [t.to(DEV).requires_grad_() for t in init])
+                [t.to(cmp_dev()).requires_grad_() for t in init])
 
     cls = getattr(ember.optim, name)
     cpu, dev = make_params(rng)
@@ -169,7 +168,7 @@ def test_optimizer_mixed_dtypes_and_many_tensors(name, kwargs):
     for _ in range(3):
         for p, q in zip(cpu, dev):
             g = make(tuple(p.shape), str(p.dtype).replace("ember.", ""), rng, lo=-1.0, hi=1.0)
-            p.grad, q.grad = g, g.to(DEV)
+            p.grad, q.grad = g, g.to(cmp_dev())
         oc.step()
         od.step()
     for i, (p, q) in enumerate(zip(cpu, dev)):
@@ -185,7 +184,7 @@ def test_optimizer_noncontiguous_and_empty_params():
         e = ember.zeros((0, 4))
         cpu = [base.clone().t().requires_grad_(), e.clone().requires_grad_(),
                make((5,), "float32", rng).requires_grad_()]
-        dev = [p.detach().to(DEV).requires_grad_() for p in cpu]
+        dev = [p.detach().to(cmp_dev()).requires_grad_() for p in cpu]
         return cpu, dev
 
     for name, kwargs in [("Adam", dict(lr=0.01, amsgrad=True)), ("SGD", dict(lr=0.1, momentum=0.9)),
@@ -199,11 +198,11 @@ def test_optimizer_large_param_spans_launches():
     rng = seeded("large-optim")
     base = ember.from_numpy(rng.uniform(-1, 1, size=n).astype(np.float32)).to(ember.float16)
     g = ember.from_numpy(rng.uniform(-1, 1, size=n).astype(np.float32)).to(ember.float16)
-    cpu, dev = base.clone().requires_grad_(), base.to(DEV).requires_grad_()
+    cpu, dev = base.clone().requires_grad_(), base.to(cmp_dev()).requires_grad_()
     oc = ember.optim.SGD([cpu], lr=0.1, momentum=0.9)
     od = ember.optim.SGD([dev], lr=0.1, momentum=0.9)
     for _ in range(2):
-        cpu.grad, dev.grad = g.clone(), g.to(DEV)
+        cpu.grad, dev.grad = g.clone(), g.to(cmp_dev())
         oc.step()
         od.step()
     assert_same(cpu.detach(), dev.detach(), OPT_TOL["float16"], "large SGD")
@@ -220,9 +219,9 @@ def test_optimizer_step_errors_match_cpu():
         ember._C._adagrad_step_([p], [g], [s], steps, lr=0.1, lr_decay=0.0, weight_decay=0.0,
                                 eps=1e-10, maximize=False)
 
-    for d in ("cpu", DEV):
+    for d in ("cpu", cmp_dev()):
         with pytest.raises(RuntimeError, match="shape"):
-            step(*to_dev((p, g, bad)) if d == DEV else (p, g, bad))
+            step(*to_dev((p, g, bad)) if d == cmp_dev() else (p, g, bad))
 
 
 # ---- arange / linspace / logspace --------------------------------------------------------------
@@ -464,7 +463,7 @@ def test_multinomial_error_reports_first_bad_row():
     # row 1 has a negative element, row 2 a zero sum: the first bad row's message wins
     probs = ember.from_numpy(np.array([[1.0, 2.0], [1.0, -1.0], [0.0, 0.0]]))
     msgs = []
-    for d in ("cpu", DEV):
+    for d in ("cpu", cmp_dev()):
         with pytest.raises(RuntimeError) as info:
             _multinomial(probs.to(d), 2, True, 0)
         msgs.append(str(info.value))

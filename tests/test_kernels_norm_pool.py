@@ -6,17 +6,17 @@ count_include_pad, divisor_override, return_indices). Forward and the gradients 
 the input and the parameters) in every floating dtype, on size-1, odd, non-contiguous and
 multi-block shapes; where the CPU raises, the device must raise the same exception type.
 
-Skipped without a GPU. EMBER_CUDA_KERNELS_TEST_DEVICE=cpu runs the same comparisons
-CPU against CPU, which checks the tests themselves on a machine without a GPU.
+Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
+the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
 """
 import copy
 
 import pytest
-from cuda_compare import DEV, FLOATS, assert_same, check, make, needs_gpu, noncontig, seeded
+from device_compare import FLOATS, assert_same, check, cmp_dev, make, noncontig, seeded
 
 import ember
 
-pytestmark = needs_gpu
+pytestmark = pytest.mark.usefixtures("compare_device")
 
 F = ember.nn.functional
 
@@ -225,16 +225,16 @@ def test_batch_norm_modules(dtype, kind):
         with ember.no_grad():
             cpu.weight.copy_(make((5,), dtype, rng))
             cpu.bias.copy_(make((5,), dtype, rng))
-        dev = copy.deepcopy(cpu).to(DEV)
+        dev = copy.deepcopy(cpu).to(cmp_dev())
         for step in range(3):
             shape = shapes[step % len(shapes)]
             x, g = make(shape, dtype, rng), make(shape, dtype, rng)
             for m in (cpu, dev):
                 m.zero_grad()
-            xc, xd = _leaf(x), _leaf(x.to(DEV))
+            xc, xd = _leaf(x), _leaf(x.to(cmp_dev()))
             yc, yd = cpu(xc), dev(xd)
             yc.backward(g)
-            yd.backward(g.to(DEV))
+            yd.backward(g.to(cmp_dev()))
             what = f"{kind} momentum={momentum} step {step}"
             assert_same(yc.detach(), yd.detach(), what=what)
             assert_same(xc.grad, xd.grad, what=what + " grad")
@@ -246,7 +246,7 @@ def test_batch_norm_modules(dtype, kind):
         cpu.eval()
         dev.eval()
         x = make(shapes[0], dtype, rng)
-        assert_same(cpu(x), dev(x.to(DEV)), what=f"{kind} eval")
+        assert_same(cpu(x), dev(x.to(cmp_dev())), what=f"{kind} eval")
 
 
 # ---- max pooling -----------------------------------------------------------------------------

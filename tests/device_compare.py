@@ -1,11 +1,12 @@
-"""Shared helpers of the CUDA-against-CPU tests (test_cuda_*.py): inputs made on the CPU,
-the same call on the CPU and on DEV, and the comparison.
+"""Shared helpers of the device-comparison tests (tests/test_kernels_*.py): inputs made on the
+CPU, the same call on the CPU and on the test's device, and the comparison.
 
-DEV is "cuda" unless EMBER_CUDA_KERNELS_TEST_DEVICE says otherwise; with "cpu" every
-comparison runs CPU against CPU, which checks the tests themselves on a machine without a
-GPU. Test modules mark themselves `pytestmark = needs_gpu`.
+The modules mark themselves `pytestmark = pytest.mark.usefixtures("compare_device")`
+(conftest.py): every test then runs once per device of the `device` fixture. On "cuda" it
+compares the CUDA kernels with the CPU's; on "cpu" it runs the same comparison CPU against CPU,
+which checks the tests themselves (their inputs, tolerances and error-path parity) on every
+machine, CI included.
 """
-import os
 import zlib
 
 import numpy as np
@@ -13,9 +14,21 @@ import pytest
 
 import ember
 
-DEV = os.environ.get("EMBER_CUDA_KERNELS_TEST_DEVICE", "cuda")
-needs_gpu = pytest.mark.skipif(DEV == "cuda" and not ember.cuda.is_available(),
-                               reason="needs a CUDA GPU")
+_DEV = None  # set by the compare_device fixture for the running test
+
+
+def cmp_dev():
+    """The device the running test compares with the CPU ("cpu" or "cuda")."""
+    assert _DEV is not None, "a device-comparison test needs the compare_device fixture"
+    return _DEV
+
+
+def skip_on_cpu(reason):
+    """Skips the CPU run of a test that needs a device other than the CPU (one that mixes
+    CPU and device tensors, say): CPU against CPU has nothing to compare there."""
+    if cmp_dev() == "cpu":
+        pytest.skip(reason)
+
 
 ALL = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
        "float64"]
@@ -57,7 +70,7 @@ def make(shape, dtype_name, rng, lo=-3.0, hi=3.0, special=False, nonzero=False):
 
 def to_dev(x):
     if isinstance(x, ember.Tensor):
-        return x.to(DEV)
+        return x.to(cmp_dev())
     if isinstance(x, (list, tuple)):
         return type(x)(to_dev(v) for v in x)
     if isinstance(x, dict):
@@ -77,7 +90,7 @@ TOL = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2), "float32": (2e-5, 1e
 
 
 def assert_same(expected, actual, tol=None, what=""):
-    """`actual` (on DEV) equals the CPU result `expected`: exactly for bool and integer
+    """`actual` (on the test's device) equals the CPU result `expected`: exactly for bool and integer
     results, within the dtype's tolerance (or `tol` = (rtol, atol)) for floats."""
     if isinstance(expected, (list, tuple)):
         assert isinstance(actual, (list, tuple)) and len(actual) == len(expected), what
@@ -85,7 +98,7 @@ def assert_same(expected, actual, tol=None, what=""):
             assert_same(e, a, tol, what)
         return
     assert isinstance(actual, ember.Tensor), what
-    assert actual.device.type == ember.device(DEV).type, what
+    assert actual.device.type == ember.device(cmp_dev()).type, what
     assert actual.dtype == expected.dtype, f"{what}: {actual.dtype} != {expected.dtype}"
     assert tuple(actual.shape) == tuple(expected.shape), what
     e, a = as_numpy(expected), as_numpy(actual)
@@ -98,7 +111,7 @@ def assert_same(expected, actual, tol=None, what=""):
 
 
 def check(fn, *args, tol=None, what="", **kwargs):
-    """Runs fn on the CPU arguments and on their DEV copies and compares."""
+    """Runs fn on the CPU arguments and on their copies on the test's device and compares."""
     try:
         expected = fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the CUDA side must raise the same type
