@@ -40,7 +40,7 @@ def np_max_pool2d(x, k, s, p, d, ceil):
                             best = v.copy()
                             idx[:, :, i, j] = h * W + w
                         else:
-                            m = v > best
+                            m = (v > best) | (np.isnan(v) & ~np.isnan(best))  # NaN wins
                             best = np.where(m, v, best)
                             idx[:, :, i, j] = np.where(m, h * W + w, idx[:, :, i, j])
             out[:, :, i, j] = best
@@ -369,3 +369,33 @@ def test_regular_windows_nan_ties_noncontiguous_threads(device, rng):
     empty = t(np.zeros((0, 3, 4, 4)), device, grad=True)
     F.max_pool2d(empty, 2).sum().backward()
     assert empty.grad.shape == (0, 3, 4, 4)
+
+
+PADDED_CASES = [  # sliding windows clipped at the borders (Note [Regular pooling windows])
+    dict(kernel_size=3, stride=2, padding=1),  # ResNet's stem pool
+    dict(kernel_size=3, stride=1, padding=1),
+    dict(kernel_size=2, stride=2, padding=1, ceil_mode=True),
+    dict(kernel_size=3, stride=2, padding=1, dilation=2),
+    dict(kernel_size=(3, 5), stride=(2, 3), padding=(1, 2)),
+    dict(kernel_size=4, stride=3, padding=2, ceil_mode=True),
+    dict(kernel_size=5, stride=1, padding=2),  # more border columns than inner ones
+]
+
+
+@pytest.mark.parametrize("kw", PADDED_CASES)
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.bfloat16])
+def test_padded_windows_max(device, rng, kw, dtype):
+    # the inner columns take the vectorized walk, the clipped border ones the tables: both
+    # must give NumPy's values and the first index of the maximum, NaN winning
+    x = rng.standard_normal((2, 3, 9, 14))
+    x[0, 0, 0, 0] = np.nan  # a NaN in a border window
+    x[0, 1, 4, 7] = np.nan  # and in inner ones
+    x[1, :, 3:6, 5:9] = 2.5  # ties spanning inner and border windows
+    x[1, 2, :, -3:] = 4.0
+    if dtype == ember.bfloat16:
+        x = x.astype(np.float32)
+    xe = t(x, device, dtype)
+    out, idx = F.max_pool2d(xe, return_indices=True, **kw)
+    ref, ridx = np_max_pool2d(t(x, "cpu", dtype).double().numpy(), *_norm(kw))
+    np.testing.assert_array_equal(out.double().cpu().numpy(), ref)
+    np.testing.assert_array_equal(idx.cpu().numpy(), ridx)

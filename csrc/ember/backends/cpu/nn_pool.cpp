@@ -28,51 +28,77 @@ int64_t plane_grain(int64_t work) {
   return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1));
 }
 
-// A PoolDim that is a plain sliding window: output o reads o * stride + k * dilation, k < kernel.
+// A PoolDim of sliding windows: output o reads o * stride - pad + k * dilation for k < kernel,
+// the positions outside [0, in) clipped (padding). Outputs [lo, hi) have their whole window
+// inside the input; with no padding (and no ceil_mode overhang) that is every output.
 struct Regular {
   bool ok = false;
-  int64_t kernel = 1, stride = 1, dilation = 1;
+  int64_t kernel = 1, stride = 1, dilation = 1, pad = 0, lo = 0, hi = 0;
+  bool whole(int64_t out) const { return ok && lo == 0 && hi == out; }
 };
 
 Regular regular(const PoolDim& d) {
   Regular r;
   const int64_t out = d.out();
   if (out <= 0) return r;
-  r.kernel = d.ptr[1] - d.ptr[0];
-  if (r.kernel <= 0) return r;
-  r.stride = out > 1 ? d.idx[size_t(d.ptr[1])] - d.idx[0] : 1;
-  r.dilation = r.kernel > 1 ? d.idx[1] - d.idx[0] : 1;
-  if (r.stride <= 0 || r.dilation <= 0 || d.idx[0] != 0) return r;
-  for (int64_t o = 0; o <= out; ++o)
-    if (d.ptr[size_t(o)] != o * r.kernel) return r;
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t k = 0; k < r.kernel; ++k)
-      if (d.idx[size_t(o * r.kernel + k)] != o * r.stride + k * r.dilation) return r;
+  int64_t K = 0, first = -1, second = -1;
+  for (int64_t o = 0; o < out; ++o) K = std::max(K, d.ptr[size_t(o) + 1] - d.ptr[size_t(o)]);
+  if (K <= 0) return r;
+  for (int64_t o = 0; o < out && second < 0; ++o)
+    if (d.ptr[size_t(o) + 1] - d.ptr[size_t(o)] == K) (first < 0 ? first : second) = o;
+  const int64_t s1 = d.idx[size_t(d.ptr[size_t(first)])];
+  r.kernel = K;
+  r.dilation = K > 1 ? d.idx[size_t(d.ptr[size_t(first)]) + 1] - s1 : 1;
+  if (second >= 0) {
+    const int64_t span = d.idx[size_t(d.ptr[size_t(second)])] - s1;
+    if (span % (second - first) != 0) return r;
+    r.stride = span / (second - first);
+  } else if (out > 1) {
+    return r;  // one full window among several: leave it to the table walk
+  }
+  r.pad = first * r.stride - s1;
+  if (r.stride <= 0 || r.dilation <= 0) return r;
+  // every window must be exactly the clipped sliding window
+  for (int64_t o = 0; o < out; ++o) {
+    int64_t a = d.ptr[size_t(o)];
+    const int64_t end = d.ptr[size_t(o) + 1];
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t pos = o * r.stride - r.pad + k * r.dilation;
+      if (pos < 0 || pos >= d.in) continue;
+      if (a >= end || d.idx[size_t(a)] != pos) return r;
+      ++a;
+    }
+    if (a != end) return r;
+  }
+  r.lo = std::clamp<int64_t>((r.pad + r.stride - 1) / r.stride, 0, out);  // first o*S - P >= 0
+  r.hi = r.lo;
+  while (r.hi < out && r.hi * r.stride - r.pad + (K - 1) * r.dilation < d.in) ++r.hi;
   r.ok = true;
   return r;
 }
 
-// Max over the window rows `rows` of one output row: best/arg over ow columns, the first
-// maximum in window order (rows, then columns) and the first NaN winning, as the table walk.
+// Max over the window rows `rows` of the output columns [j0, j1) of one output row, all of
+// whose windows lie inside the row: best/arg per column, the first maximum in window order
+// (rows, then columns) and the first NaN winning, as the table walk.
 template <typename T, typename A>
 void max_row(const T* __restrict__ x, int64_t iw, const int64_t* rows, int64_t nrows,
-             const Regular& w, int64_t ow, A* __restrict__ best, int64_t* __restrict__ arg,
-             T* __restrict__ dst, int64_t* __restrict__ ind) {
-  const int64_t S = w.stride;
+             const Regular& w, int64_t j0, int64_t j1, A* __restrict__ best,
+             int64_t* __restrict__ arg, T* __restrict__ dst, int64_t* __restrict__ ind) {
+  const int64_t S = w.stride, n = j1 - j0, c0 = j0 * S - w.pad;  // column j0's window start
   {
-    const T* r0 = x + rows[0] * iw;
-    const int64_t base = rows[0] * iw;
-    for (int64_t j = 0; j < ow; ++j) {
+    const int64_t base = rows[0] * iw + c0;
+    const T* r0 = x + base;
+    for (int64_t j = 0; j < n; ++j) {
       best[j] = A(r0[j * S]);
       arg[j] = base + j * S;
     }
   }
   for (int64_t a = 0; a < nrows; ++a) {
-    const int64_t base = rows[a] * iw;
+    const int64_t base = rows[a] * iw + c0;
     const T* r = x + base;
     for (int64_t c = a == 0 ? 1 : 0; c < w.kernel; ++c) {
       const int64_t off = c * w.dilation;
-      for (int64_t j = 0; j < ow; ++j) {
+      for (int64_t j = 0; j < n; ++j) {
         const A v = A(r[j * S + off]);
         const A b = best[j];
         const bool take = v > b || (v != v && b == b);
@@ -81,10 +107,37 @@ void max_row(const T* __restrict__ x, int64_t iw, const int64_t* rows, int64_t n
       }
     }
   }
-  for (int64_t j = 0; j < ow; ++j) {
-    dst[j] = T(best[j]);
-    ind[j] = arg[j];
+  for (int64_t j = 0; j < n; ++j) {
+    dst[j0 + j] = T(best[j]);
+    ind[j0 + j] = arg[j];
   }
+}
+
+// The max (and its index) of output (i, j) of one plane by the window tables: the first
+// maximum in window order, the first NaN winning; an empty window gives -inf, index 0.
+template <typename T, typename A>
+void max_window(const T* x, int64_t iw, const PoolGeom& g, int64_t i, int64_t j, T* dst,
+                int64_t* ind) {
+  A best = -std::numeric_limits<A>::infinity();
+  int64_t bi = -1;
+  for (int64_t a = g.h.ptr[size_t(i)]; a < g.h.ptr[size_t(i) + 1]; ++a) {
+    const int64_t row = g.h.idx[size_t(a)] * iw;
+    for (int64_t c = g.w.ptr[size_t(j)]; c < g.w.ptr[size_t(j) + 1]; ++c) {
+      const int64_t pos = row + g.w.idx[size_t(c)];
+      const A v = A(x[pos]);
+      if (bi < 0 || v > best || std::isnan(v)) {
+        best = v;
+        bi = pos;
+        if (std::isnan(v)) {
+          *dst = T(best);
+          *ind = bi;
+          return;
+        }
+      }
+    }
+  }
+  *dst = T(best);
+  *ind = bi < 0 ? 0 : bi;
 }
 
 template <typename T>
@@ -99,51 +152,36 @@ void max_pool_impl(const Tensor& out, const Tensor& indices, const Tensor& input
   int64_t* ind = indices.data<int64_t>();
   const Regular rw = regular(g.w);
   if (rw.ok) {
+    // Sliding windows along w (padded or not): the columns whose window is inside the row
+    // by max_row's vectorized walk, the few clipped ones at the borders by the tables.
     parallel_for(0, planes, plane_grain(pin), [&](int64_t b, int64_t e) {
       std::vector<A> best(static_cast<size_t>(ow));
       std::vector<int64_t> arg(static_cast<size_t>(ow));
-      for (int64_t p = b; p < e; ++p)
+      for (int64_t p = b; p < e; ++p) {
+        const T* x = src + p * pin;
         for (int64_t i = 0; i < oh; ++i) {
-          const int64_t a0 = g.h.ptr[i], na = g.h.ptr[i + 1] - a0;
-          if (na == 0) {  // an empty window (never for a sliding pool): -inf, index 0
-            std::fill(dst + p * pout + i * ow, dst + p * pout + (i + 1) * ow,
-                      T(-std::numeric_limits<A>::infinity()));
-            std::fill(ind + p * pout + i * ow, ind + p * pout + (i + 1) * ow, int64_t(0));
-            continue;
+          T* d = dst + p * pout + i * ow;
+          int64_t* id = ind + p * pout + i * ow;
+          const int64_t a0 = g.h.ptr[size_t(i)], na = g.h.ptr[size_t(i) + 1] - a0;
+          const bool inner = na > 0 && rw.hi > rw.lo;
+          for (int64_t j = 0; j < ow; ++j) {
+            if (inner && j == rw.lo) j = rw.hi;
+            if (j < ow) max_window<T, A>(x, iw, g, i, j, d + j, id + j);
           }
-          max_row<T, A>(src + p * pin, iw, g.h.idx.data() + a0, na, rw, ow, best.data(), arg.data(),
-                        dst + p * pout + i * ow, ind + p * pout + i * ow);
+          if (inner)
+            max_row<T, A>(x, iw, g.h.idx.data() + a0, na, rw, rw.lo, rw.hi, best.data(), arg.data(),
+                          d, id);
         }
+      }
     });
     return;
   }
   parallel_for(0, planes, plane_grain(pin), [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      const T* x = src + p * pin;
+    for (int64_t p = b; p < e; ++p)
       for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j) {
-          A best = -std::numeric_limits<A>::infinity();
-          int64_t bi = -1;
-          bool done = false;
-          for (int64_t a = g.h.ptr[i]; a < g.h.ptr[i + 1] && !done; ++a) {
-            const int64_t row = g.h.idx[a] * iw;
-            for (int64_t c = g.w.ptr[j]; c < g.w.ptr[j + 1]; ++c) {
-              const int64_t pos = row + g.w.idx[c];
-              const A v = A(x[pos]);
-              if (bi < 0 || v > best || std::isnan(v)) {
-                best = v;
-                bi = pos;
-                if (std::isnan(v)) {
-                  done = true;
-                  break;
-                }
-              }
-            }
-          }
-          dst[p * pout + i * ow + j] = T(best);
-          ind[p * pout + i * ow + j] = bi < 0 ? 0 : bi;
-        }
-    }
+        for (int64_t j = 0; j < ow; ++j)
+          max_window<T, A>(src + p * pin, iw, g, i, j, dst + p * pout + i * ow + j,
+                           ind + p * pout + i * ow + j);
   });
 }
 
@@ -205,7 +243,7 @@ void avg_pool_impl(const Tensor& out, const Tensor& in, const PoolGeom& g, bool 
   const T* src = in.data<T>();
   T* dst = out.data<T>();
   const Regular rw = regular(g.w);
-  if (rw.ok) {
+  if (rw.whole(ow)) {
     // Per output row: the factors f_j (rounded once from double, as the table walk), then
     // window offsets outermost, columns innermost.
     const int64_t S = rw.stride;
