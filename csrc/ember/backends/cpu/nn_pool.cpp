@@ -1,9 +1,10 @@
 // CPU kernels of the pooling family (Note [Pooling windows]): parallel over
-// planes (batch x channels). Note [Regular pooling windows]: when both window tables
-// describe plain sliding windows (window o = positions o * stride + k * dilation, k < kernel,
-// all inside the input: no padding was clipped), the kernels walk each output row with the
-// window offset outermost and the output columns innermost, a strided loop the compiler
-// vectorizes; every other geometry (padding, ceil_mode, adaptive) walks the tables.
+// planes (batch x channels). Note [Regular pooling windows]: when the window table along w
+// describes sliding windows (window o = positions o * stride - pad + k * dilation, k < kernel,
+// clipped to the input), the kernels walk each output row with the window offset outermost and
+// the output columns innermost, a strided loop the compiler vectorizes. avg_pool takes that path
+// when no window was clipped; max_pool takes it for the columns whose window is whole and walks
+// the tables for the clipped border columns. Every other geometry (adaptive) walks the tables.
 // Compiled once per CPU capability (Note [CPU capability dispatch]).
 // Float compares may be if-converted into SIMD selects (the max and the NaN test): FP
 // exceptions are never inspected in ember.
