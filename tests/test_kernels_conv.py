@@ -6,8 +6,7 @@ through im2col / col2im / conv_layout and cuBLAS (the front-end's batch-chunk pa
 Note [Convolution layout]). TF32 is off (allow_tf32=False) so float32 is compared at
 float32 tolerance.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import copy
 

@@ -6,8 +6,7 @@ softmax / log_softmax forward and backward; on 0-d, empty, non-contiguous, broad
 large shapes. Each test runs the op on the CPU and on CUDA from the same inputs and
 compares; where the CPU raises, CUDA must raise the same exception type.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import math
 import re

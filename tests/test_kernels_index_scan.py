@@ -7,8 +7,7 @@ repeat_interleave (index_remap), scatter_reduce / index_reduce / scatter(reduce=
 gradients of the differentiable ones, and the errors (out-of-range indices raise IndexError
 on both devices).
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import numpy as np
 import pytest

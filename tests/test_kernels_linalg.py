@@ -9,8 +9,7 @@ inputs raise the same LinAlgError; gradients of solve, inv, det, cholesky, qr, e
 Factors that are unique only up to signs (Q, eigenvectors, singular vectors) are compared
 through what they determine: the reconstruction of A, orthonormality, and |columns|.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import numpy as np
 import pytest

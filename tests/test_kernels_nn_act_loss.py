@@ -11,8 +11,7 @@ targets that need the global workspace). Forward values and .grad are compared, 
 floating dtype, on empty, 0-d, size-1, non-contiguous and multi-block shapes; where the
 CPU raises, the device must raise the same exception type.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import numpy as np
 import pytest

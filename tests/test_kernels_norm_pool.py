@@ -6,8 +6,7 @@ count_include_pad, divisor_override, return_indices). Forward and the gradients 
 the input and the parameters) in every floating dtype, on size-1, odd, non-contiguous and
 multi-block shapes; where the CPU raises, the device must raise the same exception type.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import copy
 

@@ -5,8 +5,7 @@ against the CPU: GradScaler's `_amp_foreach_non_finite_check_and_unscale_` and
 check, packed RNNs (batch_sizes read on the host), MultiheadAttention's bias_k / add_zero_attn
 masks, gradcheck / jacobian on device inputs and the vision helpers that end in NumPy.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import numpy as np
 import pytest

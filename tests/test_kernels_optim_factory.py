@@ -6,8 +6,7 @@ sums are exact, statistically otherwise; errors on bad rows) and cdist (every p,
 compute_mode, forward and backward). Each test runs the public op on the CPU and on the device from
 the same inputs and compares; where the CPU raises, the device must raise the same exception type.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import math
 

@@ -10,8 +10,7 @@ past one staged chunk, accumulators too big for shared memory), non-contiguous i
 outputs and the gradients of q, k and v; nn.MultiheadAttention, which runs on the fused
 kernel without weights.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import copy
 

@@ -9,8 +9,7 @@ Where the CPU's index choice among equal values is unspecified (sort with stable
 std::sort, median std::nth_element), the indices are checked by gathering the input with
 them; everywhere else they are compared exactly.
 
-Each test runs once per device of the `device` fixture (device_compare.py): on CUDA against
-the CPU kernels; on the CPU, CPU against CPU, which checks the tests themselves on every machine.
+How these tests run on each device: device_compare.py.
 """
 import numpy as np
 import pytest
