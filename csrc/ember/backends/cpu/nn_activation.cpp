@@ -20,6 +20,7 @@
 #include "ember/backends/cpu/loops.h"
 #include "ember/backends/cpu/nn_vec.h"
 #include "ember/core/parallel.h"
+#include "ember/kernels/activation_math.h"
 #include "ember/kernels/functors.h"
 #include "ember/kernels/stubs/nn_activation.h"
 
@@ -164,16 +165,53 @@ void softmax_backward_kernel(const Tensor& gx, const Tensor& g, const Tensor& y,
 }
 
 // ---- pointwise activations ---------------------------------------------------------
+// The math is kernels/activation_math.h's (Note [Activation math]), shared with CUDA; the
+// CPU gives it nn_vec.h's branch-free functions so the loops below vectorize.
 
-// The activation lambdas are forced inline into their loops: this file instantiates
-// some 120 of them, past GCC's unit-growth limit, and an out-of-line call per element
-// keeps the loop scalar.
-#define EMBER_ACT_INLINE __attribute__((always_inline))
+using act::kInvSqrt2Pi;
+using act::kSqrt1_2;
 
-constexpr double kSqrt1_2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
-constexpr double kGeluBeta = 0.79788456080286535588;    // sqrt(2 / pi)
-constexpr double kGeluKappa = 0.044715;
+/// Note [Activation math]'s policy for the CPU.
+struct VecMath {
+  template <typename A>
+  EMBER_ACT_F static A exp(A x) {
+    return vec::exp<A>(x);
+  }
+  template <typename A>
+  EMBER_ACT_F static A expm1(A x) {
+    return vec::expm1<A>(x);
+  }
+  template <typename A>
+  EMBER_ACT_F static A log1p(A x) {
+    return vec::log1p<A>(x);
+  }
+  template <typename A>
+  EMBER_ACT_F static A tanh(A x) {
+    return vec::tanh<A>(x);
+  }
+  template <typename A>
+  EMBER_ACT_F static A fabs(A x) {
+    return std::fabs(x);
+  }
+  // float: 1 - Q(x) from nn_vec.h's normal tail, which also gives exp(-x^2 / 2)
+  EMBER_ACT_F static float normal_cdf_pdf(float x, float& pdf) {
+    float e;
+    const float q = vec::normal_tail_f(x, e);
+    pdf = e * float(kInvSqrt2Pi);
+    return x >= 0.0f ? 1.0f - q : q;
+  }
+  EMBER_ACT_F static float normal_cdf(float x) {
+    float pdf;
+    return normal_cdf_pdf(x, pdf);
+  }
+  EMBER_ACT_F static double normal_cdf(double x) {
+    return 0.5 * (1.0 + vec::erf<double>(x * kSqrt1_2));
+  }
+  EMBER_ACT_F static double normal_cdf_pdf(double x, double& pdf) {
+    pdf = vec::exp<double>(-0.5 * x * x) * kInvSqrt2Pi;
+    return normal_cdf(x);
+  }
+};
 
 /// The loops of the activations: loops.h's unary / binary loops, but the functor is
 /// copied into a local inside the contiguous loop. A lambda's captured constants
@@ -221,167 +259,15 @@ void act_binary_loop(TensorIterator& it, F f) {
   });
 }
 
-template <typename A>
-inline A sigmoid_of(A x) {
-  return A(1) / (A(1) + vec::exp<A>(-x));
-}
-
-/// Runs `f(tag-typed constants...)` for the forward of `act` on the iterator (out, x).
 template <typename T>
 void activation_typed(TensorIterator& it, Act act, ActParams p) {
-  using A = opmath_t<T>;
-  const A a = A(p.a), b = A(p.b), c = A(p.c);
-  switch (act) {
-    case Act::gelu:
-      if constexpr (std::is_same<A, float>::value)
-        return act_unary_loop<T>(it, [](float x) EMBER_ACT_INLINE {
-          float g;
-          const float q = vec::normal_tail_f(x, g);
-          return x * (x >= 0.0f ? 1.0f - q : q);
-        });
-      return act_unary_loop<T>(it, [](A x) EMBER_ACT_INLINE {
-        return A(0.5) * x * (A(1) + vec::erf<A>(x * A(kSqrt1_2)));
-      });
-    case Act::gelu_tanh:
-      return act_unary_loop<T>(it, [](A x) EMBER_ACT_INLINE {
-        const A inner = A(kGeluBeta) * (x + A(kGeluKappa) * x * x * x);
-        return A(0.5) * x * (A(1) + vec::tanh<A>(inner));
-      });
-    case Act::silu:
-      return act_unary_loop<T>(it,
-                               [](A x) EMBER_ACT_INLINE { return x / (A(1) + vec::exp<A>(-x)); });
-    case Act::softplus:  // a = beta, b = threshold
-      return act_unary_loop<T>(it, [a, b](A x) EMBER_ACT_INLINE {
-        const A z = x * a;
-        return z > b ? x : vec::log1p<A>(vec::exp<A>(z)) / a;
-      });
-    case Act::mish:
-      return act_unary_loop<T>(
-          it, [](A x) EMBER_ACT_INLINE { return x * vec::tanh<A>(vec::log1p<A>(vec::exp<A>(x))); });
-    case Act::elu: {  // a = alpha, b = scale, c = input_scale
-      const A neg = a * b;
-      return act_unary_loop<T>(it, [neg, b, c](A x) EMBER_ACT_INLINE {
-        return x <= A(0) ? vec::expm1<A>(x * c) * neg : x * b;
-      });
-    }
-    case Act::leaky_relu:
-      return act_unary_loop<T>(it, [a](A x) EMBER_ACT_INLINE { return x > A(0) ? x : x * a; });
-    case Act::hardtanh:
-      return act_unary_loop<T>(
-          it, [a, b](A x) EMBER_ACT_INLINE { return x <= a ? a : (x >= b ? b : x); });
-    case Act::hardswish:
-      return act_unary_loop<T>(it,
-                               [](A x) EMBER_ACT_INLINE {  // x * clamp(x + 3, 0, 6) / 6, as PyTorch
-                                 A c = x + A(3);
-                                 c = c < A(0) ? A(0) : c;
-                                 c = c > A(6) ? A(6) : c;
-                                 return x * c / A(6);
-                               });
-    case Act::hardsigmoid:
-      return act_unary_loop<T>(it, [](A x) EMBER_ACT_INLINE {
-        return x <= A(-3) ? A(0) : (x >= A(3) ? A(1) : x / A(6) + A(0.5));
-      });
-    case Act::logsigmoid:  // min(x, 0) - log1p(exp(-|x|)): never overflows
-      return act_unary_loop<T>(it, [](A x) EMBER_ACT_INLINE {
-        const A m = x < A(0) ? x : A(0);
-        return (x != x ? x : m) - vec::log1p<A>(vec::exp<A>(-std::fabs(x)));
-      });
-    case Act::hardshrink:
-      return act_unary_loop<T>(it,
-                               [a](A x) EMBER_ACT_INLINE { return x >= -a && x <= a ? A(0) : x; });
-    case Act::softshrink:  // 0 * x in the dead zone keeps a NaN, as PyTorch
-      return act_unary_loop<T>(
-          it, [a](A x) EMBER_ACT_INLINE { return x > a ? x - a : (x < -a ? x + a : A(0) * x); });
-    case Act::threshold:
-      return act_unary_loop<T>(it, [a, b](A x) EMBER_ACT_INLINE { return x <= a ? b : x; });
-    default:
-      EMBER_ERROR("activation: unknown activation ", int(act));
-  }
+  act::for_activation<opmath_t<T>, VecMath>(act, p, [&](auto f) { act_unary_loop<T>(it, f); });
 }
 
-/// gx = g * act'(x) on the iterator (gx, g, x). Every untaken branch is a select,
-/// so a NaN / inf gradient never leaks into the zeros (0, not 0 * inf).
 template <typename T>
 void activation_backward_typed(TensorIterator& it, Act act, ActParams p, bool is_result) {
-  using A = opmath_t<T>;
-  const A a = A(p.a), b = A(p.b), c = A(p.c);
-  switch (act) {
-    case Act::gelu:
-      if constexpr (std::is_same<A, float>::value)
-        return act_binary_loop<T>(it, [](float g, float x) EMBER_ACT_INLINE {
-          float e;
-          const float q = vec::normal_tail_f(x, e);
-          const float cdf = x >= 0.0f ? 1.0f - q : q;
-          return g * (cdf + x * (e * float(kInvSqrt2Pi)));
-        });
-      return act_binary_loop<T>(it, [](A g, A x) EMBER_ACT_INLINE {
-        const A cdf = A(0.5) * (A(1) + vec::erf<A>(x * A(kSqrt1_2)));
-        const A pdf = vec::exp<A>(A(-0.5) * x * x) * A(kInvSqrt2Pi);
-        return g * (cdf + x * pdf);
-      });
-    case Act::gelu_tanh:
-      return act_binary_loop<T>(it, [](A g, A x) EMBER_ACT_INLINE {
-        const A x2 = x * x;
-        const A t = vec::tanh<A>(A(kGeluBeta) * (x + A(kGeluKappa) * x2 * x));
-        const A du = A(kGeluBeta) * (A(1) + A(3 * kGeluKappa) * x2);
-        return g * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * du);
-      });
-    case Act::silu:
-      return act_binary_loop<T>(it, [](A g, A x) EMBER_ACT_INLINE {
-        const A s = sigmoid_of(x);
-        return g * s * (A(1) + x * (A(1) - s));
-      });
-    case Act::softplus:  // a = beta, b = threshold
-      return act_binary_loop<T>(it,
-                                [a, b](A g, A x) EMBER_ACT_INLINE {  // g * sigmoid(z): no inf / inf
-                                  const A z = x * a;
-                                  return z > b ? g : g / (A(1) + vec::exp<A>(-z));
-                                });
-    case Act::mish:
-      return act_binary_loop<T>(it, [](A g, A x) EMBER_ACT_INLINE {
-        const A s = sigmoid_of(x);
-        const A t = vec::tanh<A>(vec::log1p<A>(vec::exp<A>(x)));
-        return g * (t + x * s * (A(1) - t * t));
-      });
-    case Act::elu: {  // a = alpha, b = scale, c = input_scale
-      const A neg = a * b;
-      if (is_result)  // y = neg * (exp(x c) - 1) where y <= 0, so exp(x c) = y / neg + 1
-        return act_binary_loop<T>(it, [neg, b, c](A g, A y) EMBER_ACT_INLINE {
-          return y <= A(0) ? g * c * (y + neg) : g * b;
-        });
-      return act_binary_loop<T>(it, [neg, b, c](A g, A x) EMBER_ACT_INLINE {
-        return x <= A(0) ? g * c * neg * vec::exp<A>(x * c) : g * b;
-      });
-    }
-    case Act::leaky_relu:
-      return act_binary_loop<T>(it,
-                                [a](A g, A x) EMBER_ACT_INLINE { return x > A(0) ? g : g * a; });
-    case Act::hardtanh:
-      return act_binary_loop<T>(
-          it, [a, b](A g, A x) EMBER_ACT_INLINE { return x <= a || x >= b ? A(0) : g; });
-    case Act::hardswish:
-      return act_binary_loop<T>(it, [](A g, A x) EMBER_ACT_INLINE {
-        return x < A(-3) ? A(0) : (x <= A(3) ? g * (x / A(3) + A(0.5)) : g);
-      });
-    case Act::hardsigmoid:
-      return act_binary_loop<T>(
-          it, [](A g, A x) EMBER_ACT_INLINE { return x > A(-3) && x < A(3) ? g / A(6) : A(0); });
-    case Act::logsigmoid:  // sigmoid(-x), from z = exp(-|x|) without overflow
-      return act_binary_loop<T>(it, [](A g, A x) EMBER_ACT_INLINE {
-        const A z = vec::exp<A>(-std::fabs(x));
-        const A q = z / (A(1) + z);
-        return g * (x < A(0) ? A(1) - q : q);
-      });
-    case Act::hardshrink:
-    case Act::softshrink:
-      return act_binary_loop<T>(
-          it, [a](A g, A x) EMBER_ACT_INLINE { return x >= -a && x <= a ? A(0) : g; });
-    case Act::threshold:
-      return act_binary_loop<T>(it, [a](A g, A x) EMBER_ACT_INLINE { return x <= a ? A(0) : g; });
-    default:
-      EMBER_ERROR("activation_backward: unknown activation ", int(act));
-  }
-  (void)c;
+  act::for_activation_backward<opmath_t<T>, VecMath>(act, p, is_result,
+                                                     [&](auto f) { act_binary_loop<T>(it, f); });
 }
 
 void activation_kernel(TensorIterator& it, Act act, ActParams p) {
