@@ -33,6 +33,25 @@ CNN = ("nn.Sequential(nn.Conv2d(1, 16, 3, stride=2, padding=1), nn.ReLU(), "
        "nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU(), "
        "nn.Conv2d(16, 10, 3, stride=2, padding=1), nn.ReLU(), nn.AvgPool2d(4), nn.Flatten())")
 
+# The lecture seed's ratio_iou (8 inputs, 1 output: one fused kernel under compile) and a
+# masked, scaled softmax (a row group), eager and through lib.compile (ember: NVRTC fusion;
+# torch: Inductor/Triton where that machine has Triton).
+IOU = (
+    "def iou(x1, y1, w1, h1, x2, y2, w2, h2):\n"
+    "    xi = lib.max(x1, x2); yi = lib.max(y1, y2)\n"
+    "    wi = lib.clamp(lib.min(x1 + w1, x2 + w2) - xi, min=0)\n"
+    "    hi = lib.clamp(lib.min(y1 + h1, y2 + h2) - yi, min=0)\n"
+    "    return wi * hi / lib.clamp(w1 * h1 + w2 * h2 - wi * hi, min=1e-5)\n"
+    "xs = [lib.rand(8, 100, 1000, device='cuda') + 0.1 for _ in range(8)]\n"
+    "f = {wrap}(iou)\n"
+    "fn = lambda: f(*xs)\n"
+)
+MASKED_SOFTMAX = (
+    "a = lib.randn(8192, 1024, device='cuda'); m = lib.rand(8192, 1024, device='cuda') > 0.9\n"
+    "f = {wrap}(lambda a, m: (a * 0.125).masked_fill(m, float('-inf')).softmax(-1) * 2)\n"
+    "fn = lambda: f(a, m)\n"
+)
+
 CASES = {
     # name: (bytes moved or flops per call, is_flops, setup source producing `fn`)
     "small add launch (1 elem)": (0, False, "a = lib.ones(1, device='cuda'); fn = lambda: a + a"),
@@ -58,6 +77,12 @@ CASES = {
     "quickstart MLP step, bs 64": (0, False, STEP.format(bs=64, model=MLP)),
     "tutorial CNN step, bs 64": (0, False, STEP.format(bs=64, model=CNN)),
     "tutorial CNN step, bs 512": (0, False, STEP.format(bs=512, model=CNN)),
+    "ratio_iou 8x100x1000 eager (GB/s)": (9 * 8 * 100 * 1000 * 4, False, IOU.format(wrap="")),
+    "ratio_iou 8x100x1000 compiled (GB/s)": (9 * 8 * 100 * 1000 * 4, False,
+                                             IOU.format(wrap="lib.compile")),
+    "masked softmax 8192x1024 eager (GB/s)": (9 * 8192 * 1024, False, MASKED_SOFTMAX.format(wrap="")),
+    "masked softmax 8192x1024 compiled (GB/s)": (9 * 8192 * 1024, False,
+                                                 MASKED_SOFTMAX.format(wrap="lib.compile")),
     "H2D pageable 256 MiB (GB/s)": (64 * 2**20 * 4, False,
                                     "a = lib.ones(64 * 2**20); fn = lambda: a.to('cuda')"),
     "H2D pinned 256 MiB (GB/s)": (64 * 2**20 * 4, False,

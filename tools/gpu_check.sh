@@ -82,6 +82,8 @@ MEMCHECK=(
   tests/test_sparse.py::test_coalesce_large_random                                             # sparse
   tests/test_sparse_ops.py::test_sparse_dense_products                                         # cuSPARSE
   tests/test_cuda_distributed.py::test_nccl_collectives_world_of_one                           # NCCL
+  "tests/test_compile_ops.py::test_fused_backward[cuda-rows]"                                  # NVRTC fusion
+  "tests/test_compile_ops.py::test_scalars_casts_where_clamp[cuda-float16]"
 )
 # What comes back from a device run: at most 8 files under $OUT.
 OUT_FILES=(summary.md env.txt build.log tests.log junit.xml memcheck.log quickstart.log bench.log)

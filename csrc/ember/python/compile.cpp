@@ -10,6 +10,7 @@
 #include "ember/core/error.h"
 #include "ember/core/parallel.h"
 #include "ember/jit/operator.h"
+#include "ember/kernels/fusion_args.h"
 #include "ember/python/bind.h"
 
 namespace ember::python {
@@ -61,63 +62,33 @@ void run_kernel(int64_t handle, const std::vector<Tensor>& ts, const std::vector
                 "ember.compile: bad kernel handle ", handle);
     fn = g_loaded[size_t(handle)].fn;
   }
-  EMBER_CHECK(scalar.size() == ts.size(), "ember.compile: ", ts.size(), " operands but ",
-              scalar.size(), " scalar flags");
-  const size_t nd = shape.size(), nops = ts.size();
-  std::vector<int64_t> meta(2 + nd + nops * nd, 0);
-  meta[1] = int64_t(nd);
-  int64_t numel = 1;
-  for (size_t d = 0; d < nd; ++d) {
-    meta[2 + d] = shape[d];
-    numel *= shape[d];
-  }
-  std::vector<char*> ptrs(nops);
-  bool flat = true;
-  for (size_t k = 0; k < nops; ++k) {
-    const Tensor& t = ts[k];
-    EMBER_CHECK(t.defined() && t.device().is_cpu(), "ember.compile: operand ", k,
-                " is not a CPU tensor");
-    const size_t td = size_t(t.dim());
-    EMBER_CHECK(td <= nd, "ember.compile: operand ", k, " has ", td,
-                " dimensions, more than the iteration shape's ", nd);
-    int64_t* st = meta.data() + 2 + nd + k * nd;
-    bool full = t.numel() == numel, contiguous = true;
-    int64_t expect = 1;
-    for (size_t i = 0; i < nd; ++i) {
-      const size_t d = nd - 1 - i;
-      if (i >= td) {
-        st[d] = 0;
-        full = full && shape[d] == 1;
-        continue;
-      }
-      const int64_t sz = t.sizes()[td - 1 - i];
-      EMBER_CHECK(sz == shape[d] || sz == 1, "ember.compile: operand ", k, " of size ", sz,
-                  " at dimension ", d, " does not broadcast to ", shape[d]);
-      st[d] = sz == 1 ? 0 : t.strides()[td - 1 - i];
-      if (sz != shape[d]) full = false;
-      if (sz != 1 && t.strides()[td - 1 - i] != expect) contiguous = false;
-      expect *= shape[d];
-    }
-    flat = flat && (scalar[k] ? t.numel() == 1 : (full && contiguous));
-    ptrs[k] = t.numel() == 0 ? nullptr : t.data_ptr();
-  }
-  meta[0] = flat ? 1 : 0;
-  int64_t work = numel;
-  if (rows > 0) {  // reduce over the last `rows` dimensions: one work item per row
-    work = 1;
-    for (size_t d = 0; d + size_t(rows) < nd; ++d) work *= shape[d];
-    if (numel == 0) work = 0;
-  }
-  if (work == 0) return;
+  FusionArgs a = fusion_args(ts, shape, scalar, rows, Device(DeviceType::CPU));
+  if (a.work == 0) return;
   py::gil_scoped_release nogil;
-  parallel_for(0, work, std::max<int64_t>(1, grain),
-               [&](int64_t b, int64_t e) { fn(ptrs.data(), meta.data(), b, e); });
+  parallel_for(0, a.work, std::max<int64_t>(1, grain),
+               [&](int64_t b, int64_t e) { fn(a.ptrs.data(), a.meta.data(), b, e); });
 }
 
 }  // namespace
 
+void init_compile_nvrtc(py::module_& m);  // python/compile_nvrtc.cpp
+
 void init_compile(py::module_& m) {
+  init_compile_nvrtc(m);
   m.def("_compile_load", &load_kernel, py::arg("path"));
+  // The argument block a CUDA fusion kernel is launched with (Note [CUDA fusion kernels]):
+  // (operand data pointers, meta, work items), for the tests' host emulation of the kernels.
+  m.def(
+      "_fusion_args",
+      [](const std::vector<Tensor>& ts, const std::vector<int64_t>& shape,
+         const std::vector<bool>& scalar, int64_t rows) {
+        EMBER_CHECK(!ts.empty(), "ember.compile: a fused kernel needs operands");
+        FusionArgs a = fusion_args(ts, shape, scalar, rows, ts[0].device());
+        std::vector<int64_t> ptrs;
+        for (char* p : a.ptrs) ptrs.push_back(int64_t(reinterpret_cast<uintptr_t>(p)));
+        return py::make_tuple(ptrs, a.meta, a.work);
+      },
+      py::arg("operands"), py::arg("shape"), py::arg("scalar"), py::arg("rows") = 0);
   m.def("_compile_run", &run_kernel, py::arg("handle"), py::arg("operands"), py::arg("shape"),
         py::arg("scalar"), py::arg("rows") = 0, py::arg("grain") = kGrainSize);
   // A fusion group inside a graph the jit interpreter runs: `ember::fusion_group(inputs,

@@ -282,8 +282,10 @@ class _Compiled:
         grad = _C.is_grad_enabled()
         kernels = []
         if self.backend not in ("eager", "aot_eager"):  # "eager": trace and replay, no fusion
+            devices = {str(t.device) for t in tensors}
             kernels = _runtime.fuse_graph(g, [grad and t.requires_grad for t in tensors],
-                                          fn_name=_safe(self.name))
+                                          fn_name=_safe(self.name),
+                                          device=devices.pop() if len(devices) == 1 else None)
         _C._jit_pass_dce(g)
         _log.graph(f"fused graph of {self.name}:\n{g}")
         f = _C._jit_Function(flat.__name__, g)

@@ -212,11 +212,31 @@ class Program:
 
     def _row_idx(self, k):
         nd = len(self.shape)
+        if self.target == "cuda":
+            return f"off{k} + j * ls{k}"
         if self._unit is not None:
             return f"off[{k}] + j" if self._unit[k] else f"off[{k}]"
         return f"off[{k}] + j * st[{k} * {nd} + {nd - 1}]"
 
     _unit = None
+    target = "cpu"  # or "cuda": _cuda.py generates through the same body builders
+
+    def _off(self, k):
+        """Operand k's offset at the start of the current row."""
+        return f"off{k}" if self.target == "cuda" else f"off[{k}]"
+
+    def _jloop(self):
+        """The head of a loop over the row's elements: all of them on the CPU, one lane's
+        share of them in a CUDA warp."""
+        if self.target == "cuda":
+            return "    for (int64_t j = lane; j < L; j += 32) {"
+        return "    for (int64_t j = 0; j < L; ++j) {"
+
+    def _warp(self, var, how):
+        """On CUDA, combines the lanes' partial `var` across the warp (every lane gets it)."""
+        if self.target != "cuda":
+            return []
+        return [f"    {var} = {how}({var});"]
 
     def _input_units(self):
         return [0 if not sizes or sizes[-1] == 1 else 1 for _, _, sizes in self.inputs]
@@ -257,7 +277,7 @@ class Program:
             src += self._simd("reduction(+:acc)")
         elif name != "amax":
             src += self._simd("reduction(max:acc)")
-        src.append("    for (int64_t j = 0; j < L; ++j) {")
+        src.append(self._jloop())
         body, regs = self.forward_body(idx, upto=R)
         src += ["      " + ln for ln in body]
         if name in ("sum", "mean"):
@@ -268,16 +288,18 @@ class Program:
             src.append(f"      {{ const opmath_t<{cc}> xv = {x_of(regs)}; "
                        "acc = xv > acc ? xv : acc; }")
         src.append("    }")
+        src += self._warp("acc", {"sum": "wsum", "mean": "wsum", "amax": "wamax"}.get(name, "wmax"))
         if name in ("softmax", "log_softmax", "logsumexp"):
             src.append(f"    const opmath_t<{cc}> mx = acc;")
             src.append(f"    const opmath_t<{cc}> sh = std::isinf(mx) ? opmath_t<{cc}>(0) : mx;")
             src.append(f"    opmath_t<{cc}> se = 0;")
             src += self._simd("reduction(+:se)")
-            src.append("    for (int64_t j = 0; j < L; ++j) {")
+            src.append(self._jloop())
             body, regs = self.forward_body(idx, upto=R)
             src += ["      " + ln for ln in body]
             src.append(f"      se += ex({x_of(regs)} - sh);")
             src.append("    }")
+            src += self._warp("se", "wsum")
         row = {"sum": "acc", "mean": "acc / double(L)", "amax": "acc",
                "logsumexp": "sh + std::log(se)"}.get(name)
         if row is not None:
@@ -306,7 +328,6 @@ class Program:
         idx = self._row_idx
         row_outs = set(self.row_outputs())
         unit = self._input_units() + [0 if j in row_outs else 1 for j in range(len(self.outputs))]
-        src = self._row_head(decls, nops, unit)
         full_outs = [j for j in range(len(self.outputs)) if j not in row_outs]
 
         def body_fn():
@@ -314,7 +335,7 @@ class Program:
             src = list(stats)
             if full_outs:
                 src += self._simd()
-                src.append("    for (int64_t j = 0; j < L; ++j) {")
+                src.append(self._jloop())
                 body, regs = self.forward_body(idx, red_expr=red_expr)
                 src += ["      " + ln for ln in body]
                 for j in full_outs:
@@ -322,9 +343,17 @@ class Program:
                     src.append(f"      out{j}[{idx(n_in + j)}] = "
                                f"{ctype(self.steps[s_][0])}(v{s_});")
                 src.append("    }")
+            lead = "if (lane == 0) " if self.target == "cuda" else ""
             for j in row_outs:
-                src.append(f"    out{j}[off[{n_in + j}]] = {ctype(od)}(vrow);")
+                src.append(f"    {lead}out{j}[{self._off(n_in + j)}] = {ctype(od)}(vrow);")
             return src
+        return self._row_kernel(decls, nops, unit, body_fn)
+
+    def _row_kernel(self, decls, nops, unit, body_fn):
+        if self.target == "cuda":
+            from . import _cuda
+            return _cuda.row_kernel(self, decls, nops, body_fn)
+        src = self._row_head(decls, nops, unit)
         src += self._both(body_fn, unit)
         src.append("  }")
         src.append("}")
@@ -355,11 +384,8 @@ class Program:
         row_outs = set(self.row_outputs())
         unit = self._input_units() + [0 if j in row_outs else 1 for j in range(n_out)] + \
             [1] * len(grad_inputs)
-        src = self._row_head(decls, nops, unit)
-        src += self._both(lambda: self._row_backward_body(grad_inputs, row_outs), unit)
-        src.append("  }")
-        src.append("}")
-        return "\n".join(src) + "\n"
+        return self._row_kernel(decls, nops, unit,
+                                lambda: self._row_backward_body(grad_inputs, row_outs))
 
     def _row_backward_body(self, grad_inputs, row_outs):
         R = self.red
@@ -394,7 +420,7 @@ class Program:
         # pass A: what the reduction's backward needs from the whole row
         src.append(f"    opmath_t<{cc}> red_g = 0;")
         src += self._simd("reduction(+:red_g)")
-        src.append("    for (int64_t j = 0; j < L; ++j) {")
+        src.append(self._jloop())
         body, regs, adj = adjoint_pass(False)
         src += ["      " + ln for ln in body]
         if name == "softmax":
@@ -402,11 +428,12 @@ class Program:
         else:
             src.append(f"      red_g += opmath_t<{cc}>(g{R});")
         src.append("    }")
+        src += self._warp("red_g", "wsum")
         for j in row_outs:
-            src.append(f"    red_g += opmath_t<{cc}>(gout{j}[off[{n_in + j}]]);")
+            src.append(f"    red_g += opmath_t<{cc}>(gout{j}[{self._off(n_in + j)}]);")
         # pass B: every step's backward
         src += self._simd()
-        src.append("    for (int64_t j = 0; j < L; ++j) {")
+        src.append(self._jloop())
         body, regs, adj = adjoint_pass(True)
         x = x_of(regs)
         gR = f"opmath_t<{cc}>(g{R})"
@@ -461,6 +488,9 @@ class Program:
 
     def _kernel(self, n_in, ptr_decls, body_fn, nops):
         """The ember_kernel function around `body_fn(idx)` -> lines."""
+        if self.target == "cuda":
+            from . import _cuda
+            return _cuda.flat_kernel(self, ptr_decls, body_fn, nops)
         nd = len(self.shape)
         src = [prelude(), 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
                "int64_t begin, int64_t end) {"]

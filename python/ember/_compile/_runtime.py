@@ -7,19 +7,30 @@ import ember
 
 from .. import _C
 from ..autograd.function import Function
-from . import _codegen, _fusion, _log, _toolchain
+from . import _codegen, _cuda, _fusion, _log, _toolchain
 
 GRAIN = 32768
 
 
 class FusedKernel:
-    """One compiled group: its program, forward kernel and (lazily) backward kernels."""
+    """One compiled group: its program, forward kernel and (lazily) backward kernels, for
+    the CPU (a shared library from the C++ compiler) or one CUDA device (NVRTC's image,
+    Note [CUDA fusion kernels])."""
 
-    def __init__(self, prog, name):
+    def __init__(self, prog, name, device="cpu", target=None):
         self.prog = prog
         self.name = name
-        self.source = prog.forward_source()
-        self.handle, self.path, self.cached = _toolchain.load(self.source, log=_log.fusion)
+        self.device = ember.device(device)
+        # the code generated: "cuda" for a GPU's tensors (the tests also run CUDA kernels on
+        # CPU tensors through a host emulation of them), else "cpu"
+        self.cuda = (target or self.device.type) == "cuda"
+        if self.cuda:
+            self.source = _cuda.forward_source(prog)
+            self.handle, self.path, self.cached = self._load_cuda(
+                self.source, len(prog.inputs) + len(prog.outputs))
+        else:
+            self.source = prog.forward_source()
+            self.handle, self.path, self.cached = _toolchain.load(self.source, log=_log.fusion)
         self.out_dtypes = [getattr(ember, prog.steps[s][0]) for s in prog.outputs]
         self.floating_in = [dt in ("float32", "float64", "float16", "bfloat16")
                             for _, dt, _ in prog.inputs]
@@ -27,11 +38,30 @@ class FusedKernel:
         self._bwd = {}
         self.id = _C._compile_register_group(self)
 
+    def _load_cuda(self, source, nops):
+        index = self.device.index if self.device.index is not None else \
+            ember.cuda.current_device()
+        h, path, cached = _cuda.load(source, nops, len(self.prog.shape), index)
+        if path and not cached:
+            _log.fusion(f"compiled {path} with NVRTC")
+        return h, path, cached
+
+    def run(self, handle, operands, shape, scalar, rows, grain):
+        """One kernel over `operands`: threaded chunks on the CPU, a launch on CUDA."""
+        if self.cuda:
+            from .. import _C_cuda
+            _C_cuda._fusion_launch(handle, operands, shape, scalar, rows)
+        else:
+            _C._compile_run(handle, operands, shape, scalar, rows, grain)
+
+    def empty(self, shape, dtype):
+        return ember.empty(shape, dtype=dtype, device=self.device)
+
     def forward(self, inputs):
         shape = list(ember.broadcast_shapes(*[t.shape for t in inputs]))
         if self.prog.red is None:
-            outs = [ember.empty(shape, dtype=d) for d in self.out_dtypes]
-            _C._compile_run(self.handle, list(inputs) + outs, shape, self.scalar, 0, GRAIN)
+            outs = [self.empty(shape, d) for d in self.out_dtypes]
+            self.run(self.handle, list(inputs) + outs, shape, self.scalar, 0, GRAIN)
             return outs
         # a row kernel: reductions over the last dimension (Note [Generated kernels])
         keep = self.prog.steps[self.prog.red][1]["keepdim"]
@@ -39,21 +69,26 @@ class FusedKernel:
         outs, operands = [], list(inputs)
         for j, d in enumerate(self.out_dtypes):
             if j in row_outs:
-                o = ember.empty(shape[:-1] + ([1] if keep else []), dtype=d)
+                o = self.empty(shape[:-1] + ([1] if keep else []), d)
                 operands.append(o.view(shape[:-1] + [1]))
             else:
-                o = ember.empty(shape, dtype=d)
+                o = self.empty(shape, d)
                 operands.append(o)
             outs.append(o)
         grain = max(1, GRAIN // max(1, shape[-1]))
-        _C._compile_run(self.handle, operands, shape, [False] * len(operands), 1, grain)
+        self.run(self.handle, operands, shape, [False] * len(operands), 1, grain)
         return outs
 
     def backward_kernel(self, need):
         k = self._bwd.get(need)
         if k is None:
-            src = self.prog.backward_source(list(need))
-            h, _, _ = _toolchain.load(src, log=_log.fusion)
+            if self.cuda:
+                src = _cuda.backward_source(self.prog, need)
+                nops = len(self.prog.inputs) + len(self.prog.outputs) + len(need)
+                h, _, _ = self._load_cuda(src, nops)
+            else:
+                src = self.prog.backward_source(list(need))
+                h, _, _ = _toolchain.load(src, log=_log.fusion)
             flags = self.prog.scalar_flags() + [False] * (len(self.prog.outputs) + len(need))
             k = self._bwd[need] = (h, flags, src)
         return k
@@ -95,17 +130,17 @@ class _FusedFunction(Function):
         gouts = []
         for g, d in zip(grads, kernel.out_dtypes):
             if g is None:
-                g = ember.zeros([], dtype=d)
+                g = ember.zeros([], dtype=d, device=kernel.device)
             gouts.append(g)
-        gins = [ember.empty(shape, dtype=inputs[k].dtype) for k in need]
+        gins = [kernel.empty(shape, inputs[k].dtype) for k in need]
         if kernel.prog.red is None:
-            _C._compile_run(h, list(inputs) + gouts + gins, shape, flags, 0, GRAIN)
+            kernel.run(h, list(inputs) + gouts + gins, shape, flags, 0, GRAIN)
         else:
             row_outs = set(kernel.prog.row_outputs())
             gouts = [g.reshape(shape[:-1] + [1]) if j in row_outs and g.numel() > 1 else g
                      for j, g in enumerate(gouts)]
-            _C._compile_run(h, list(inputs) + gouts + gins, shape, [False] * len(flags), 1,
-                            max(1, GRAIN // max(1, shape[-1])))
+            kernel.run(h, list(inputs) + gouts + gins, shape, [False] * len(flags), 1,
+                       max(1, GRAIN // max(1, shape[-1])))
         for k, g in zip(need, gins):
             if list(g.shape) != list(inputs[k].shape):
                 g = g.sum_to_size(inputs[k].shape)
@@ -113,9 +148,44 @@ class _FusedFunction(Function):
         return (None, *result)
 
 
-def fuse_graph(graph, input_requires_grad, fn_name="fn"):
-    """Replaces the fusion groups of `graph` by fusion_group nodes; returns the kernels."""
-    if _toolchain.compiler() is None:
+def _set_outputs(prog, group, graph_outputs):
+    """Makes the group's values used outside it (or returned) the program's outputs."""
+    members = set(group.nodes)
+    out_values = []
+    for n in group.nodes:
+        v = n.output(0)
+        if v in graph_outputs or any(u not in members for u, _ in v.uses()):
+            out_values.append(v)
+            prog.outputs.append(prog.val_index[v])
+    return out_values
+
+
+def programs(graph, input_requires_grad):
+    """The fusion groups of `graph` as programs, without compiling or rewriting anything
+    (the tests generate every op's CUDA source from these)."""
+    rg = _fusion.requires_grad_values(graph, input_requires_grad)
+    outputs = set(graph.outputs())
+    progs = []
+    for g in _fusion.find_groups(graph, rg):
+        prog = _codegen.Program(g, _fusion._tensor_info)
+        if _set_outputs(prog, g, outputs):
+            progs.append(prog)
+    return progs
+
+
+def fuse_graph(graph, input_requires_grad, fn_name="fn", device="cpu"):
+    """Replaces the fusion groups of `graph`, whose tensors live on `device`, by
+    fusion_group nodes; returns the kernels. `device` None (inputs on several devices):
+    nothing is fused."""
+    if device is None:
+        _log.fusion(f"{fn_name}: inputs on several devices: nothing fused")
+        return []
+    if ember.device(device).type == "cuda":
+        ok, why = _cuda.available()
+        if not ok:
+            _log.fusion(f"{fn_name}: no CUDA fusion ({why}): its groups run eagerly")
+            return []
+    elif _toolchain.compiler() is None:
         _log.fusion(f"{fn_name}: no C++ compiler: fusion groups run in the interpreter")
         return []
     rg = _fusion.requires_grad_values(graph, input_requires_grad)
@@ -130,13 +200,7 @@ def fuse_graph(graph, input_requires_grad, fn_name="fn"):
         nodes = graph.nodes()
         pos = {n: i for i, n in enumerate(nodes)}
         members = set(g.nodes)
-        out_values = []
-        for n in g.nodes:
-            v = n.output(0)
-            external = [u for u, _ in v.uses() if u not in members]
-            if external or v in outputs:
-                out_values.append(v)
-                prog.outputs.append(prog.val_index[v])
+        out_values = _set_outputs(prog, g, outputs)
         if not out_values:
             continue
         in_values = [replaced.get(v, v) for v, _, _ in prog.inputs]
@@ -148,7 +212,11 @@ def fuse_graph(graph, input_requires_grad, fn_name="fn"):
             _log.fusion(f"{fn_name}: group {gi} skipped (no place for it in the graph)")
             continue
         name = f"{fn_name}_group{gi}"
-        kernel = FusedKernel(prog, name)
+        try:
+            kernel = FusedKernel(prog, name, device)
+        except ValueError as e:  # a group too big for one CUDA kernel's parameters
+            _log.fusion(f"{fn_name}: group {gi} left to eager: {e}")
+            continue
         kernels.append(kernel)
         if earliest + 1 < len(nodes):
             graph.set_insert_point_before(nodes[earliest + 1])

@@ -12,6 +12,7 @@
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/backends/cuda/cudnn_loader.h"
+#include "ember/backends/cuda/fusion.h"
 #include "ember/core/device_guard.h"
 #include "ember/core/tensor.h"
 #include "ember/data/pinned.h"
@@ -58,6 +59,16 @@ PYBIND11_MODULE(_C_cuda, m) {
   });
   // ember.backends.cudnn.version(): the loaded cuDNN (0: none; conv.cu loads it on demand).
   m.def("_cudnn_version", [] { return ember::cuda::cudnn_version(); });
+  // ember.compile's CUDA fusion groups (fusion.cpp; NVRTC builds the image in _C).
+  m.def(
+      "_fusion_load",
+      [](py::bytes image, int64_t nargs) { return cuda::fusion_load(std::string(image), nargs); },
+      py::arg("image"), py::arg("nargs"));
+  m.def("_fusion_launch", &cuda::fusion_launch, py::arg("handle"), py::arg("operands"),
+        py::arg("shape"), py::arg("scalar"), py::arg("rows") = 0);
+  m.def("_fusion_constants", [] {
+    return py::make_tuple(cuda::kFusionThreads, cuda::kFusionRowThreads, cuda::kFusionMaxArgBytes);
+  });
   m.def("current_device", [] { return cuda::current_device(); });
   m.def("set_device", [](int d) { EMBER_CUDA_CHECK(cudaSetDevice(d)); });
   m.def("synchronize", [] {

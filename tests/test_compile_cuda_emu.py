@@ -1,0 +1,123 @@
+"""ember.compile's CUDA fusion kernels executed without a GPU: the generated CUDA source
+(Note [CUDA fusion kernels]) is compiled as C++ against a host emulation of the CUDA it uses
+(tests/cuda_emu/cuda_emu.h: a std::thread per CUDA thread, warp shuffles through a barrier)
+and run through the real runtime (FusedKernel's CUDA branches, the argument block of
+kernels/fusion_args.h) on CPU tensors, two blocks of two warps so every grid-stride loop turns.
+The results are checked against eager as test_compile_ops.py checks the CPU kernels. What
+this cannot check is the GPU itself (NVRTC's machine code, the launch, streams): the GPU
+run of test_compile_ops.py does."""
+import ctypes
+import hashlib
+import os
+import subprocess
+
+import pytest
+import test_compile_ops as ops
+
+import ember
+from ember._compile import _runtime, _toolchain
+from ember.testing.opinfo import binary_ops, unary_ops
+
+pytestmark = pytest.mark.skipif(_toolchain.compiler() is None, reason="no C++ compiler")
+
+EMU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_emu", "cuda_emu.h")
+
+
+class _Emulated:
+    """A generated CUDA kernel built for the host emulation; called like the launcher."""
+
+    def __init__(self, source, tmp):
+        key = hashlib.sha256(source.encode()).hexdigest()[:20]
+        so = os.path.join(tmp, f"emu_{key}.so")
+        if not os.path.exists(so):
+            src = so[:-3] + ".cpp"
+            with open(src, "w") as f:
+                f.write(source + "\nEMBER_EMU_ENTRY\n")
+            cmd = [_toolchain.compiler(), "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread",
+                   "-w", "-include", EMU, "-I", _toolchain.include_dir(), src, "-o", so + ".tmp"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr[-4000:]
+            os.replace(so + ".tmp", so)
+        self.lib = ctypes.CDLL(so)
+        self.lib.ember_emulate.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,
+                                           ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
+        self.rows = "const int lane" in source  # a warp per row: its lanes shuffle
+
+    def __call__(self, operands, shape, scalar, rows):
+        ptrs, meta, work = ember._C._fusion_args(operands, shape, scalar, rows)
+        if work == 0:
+            return
+        words = list(ptrs) + list(meta) + [work]
+        arr = (ctypes.c_int64 * len(words))(*words)
+        # nonzero: the block has another size than the kernel's EmberArgs (_cuda.nargs)
+        assert self.lib.ember_emulate(arr, len(words), 2, 64, int(self.rows)) == 0
+
+
+class _EmulatedKernel(_runtime.FusedKernel):
+    """A fusion group generated for CUDA, run by the emulation on CPU tensors."""
+
+    tmp = None
+
+    def __init__(self, prog, name, device="cpu", target=None):
+        super().__init__(prog, name, device, target="cuda")
+
+    def _load_cuda(self, source, nops):
+        return _Emulated(source, self.tmp), None, False
+
+    def run(self, handle, operands, shape, scalar, rows, grain):
+        handle(operands, shape, scalar, rows)
+
+
+@pytest.fixture(autouse=True)
+def emulated(monkeypatch, tmp_path_factory):
+    _EmulatedKernel.tmp = str(tmp_path_factory.mktemp("cuda_emu"))
+    monkeypatch.setattr(_runtime, "FusedKernel", _EmulatedKernel)
+    yield
+
+
+def _op(ops_list, name):
+    return next(o for o in ops_list if o.name == name)
+
+
+@pytest.mark.parametrize("name,dtype", [("exp", "float32"), ("sigmoid", "float16"),
+                                        ("erfinv", "float64"), ("round", "bfloat16"),
+                                        ("abs", "int64"), ("logical_not", "bool")])
+def test_unary(name, dtype):
+    ops._check(*ops._unary_case(_op(unary_ops, name), dtype), dtype)
+
+
+@pytest.mark.parametrize("name,dtype", [("div", "float32"), ("pow", "float16"),
+                                        ("remainder", "int32"), ("atan2", "float64"),
+                                        ("bitwise_xor", "uint8"), ("maximum", "bfloat16")])
+def test_binary(name, dtype):
+    ops._check(*ops._binary_case(_op(binary_ops, name), dtype), dtype)
+
+
+def test_scalars_casts_where_clamp():
+    ops._check(*ops._mixed_case("float16"), "float16")
+
+
+def test_row_groups():
+    """softmax, log_softmax (float16), mean, sum, logsumexp and amax over rows: a warp per
+    row, with the lanes' partial results combined by shuffles."""
+    fn, args = ops._rows_case()
+    ops._check(fn, args, "float32")
+
+
+@pytest.mark.parametrize("case", ["elementwise", "rows"])
+def test_fused_backward(case):
+    ops.fused_backward(case, "cpu", gradcheck=False)  # analytic gradients against eager
+
+
+def test_zero_dim_and_empty():
+    ops.test_zero_dim_and_empty("cpu")
+
+
+def test_kernels_were_emulated():
+    """The fixture's kernels are the CUDA ones: a compiled function's groups hold CUDA source."""
+    c = ember.compile(lambda x, y: (x * y).exp() + 1)
+    c(ember.randn(4, 5), ember.randn(5))
+    entry = next(iter(c._state.static.values()))[0]
+    (k,) = entry.kernels
+    assert isinstance(k, _EmulatedKernel) and k.cuda
+    assert "__global__" in k.source and "ember_kernel(const EmberArgs a)" in k.source
