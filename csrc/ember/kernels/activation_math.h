@@ -12,7 +12,9 @@
 // double, 0.5 (1 + erf(x / sqrt 2)) on both. Untaken branches are selects, so a NaN / inf
 // gradient never leaks into a zero. for_activation / for_activation_backward hold the one
 // switch on Act: they hand the backend's loop the functor for `act`, so each Act x dtype
-// is its own instantiation of the loop and the switch runs once per call, not per element.
+// is its own instantiation of the loop and the switch runs once per call, not per element;
+// activation_kernel / activation_backward_kernel are the stubs' entry points, given a
+// backend's math policy and loops.
 #pragma once
 #include "ember/core/error.h"
 #include "ember/kernels/functors.h"
@@ -291,6 +293,28 @@ void for_activation_backward(Act act, ActParams p, bool is_result, Run&& run) {
     default:
       EMBER_ERROR("activation_backward: unknown activation ", int(act));
   }
+}
+
+// ---- the stubs' entry points ----------------------------------------------------------
+
+/// activation_stub's kernel for a backend: `M` its math policy, `Loops` its loops
+/// (`Loops::template unary<T>(it, f)` over (out, x), `binary<T>(it, f)` over (gx, g, x)).
+template <typename M, typename Loops>
+void activation_kernel(TensorIterator& it, Act act, ActParams p) {
+  dispatch_floating(it.dtype(1), "activation", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_activation<opmath_t<T>, M>(act, p, [&](auto f) { Loops::template unary<T>(it, f); });
+  });
+}
+
+/// activation_backward_stub's kernel for a backend (as activation_kernel).
+template <typename M, typename Loops>
+void activation_backward_kernel(TensorIterator& it, Act act, ActParams p, bool is_result) {
+  dispatch_floating(it.dtype(2), "activation_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_activation_backward<opmath_t<T>, M>(act, p, is_result,
+                                            [&](auto f) { Loops::template binary<T>(it, f); });
+  });
 }
 
 }  // namespace ember::act

@@ -259,33 +259,24 @@ void act_binary_loop(TensorIterator& it, F f) {
   });
 }
 
-template <typename T>
-void activation_typed(TensorIterator& it, Act act, ActParams p) {
-  act::for_activation<opmath_t<T>, VecMath>(act, p, [&](auto f) { act_unary_loop<T>(it, f); });
-}
-
-template <typename T>
-void activation_backward_typed(TensorIterator& it, Act act, ActParams p, bool is_result) {
-  act::for_activation_backward<opmath_t<T>, VecMath>(act, p, is_result,
-                                                     [&](auto f) { act_binary_loop<T>(it, f); });
-}
-
-void activation_kernel(TensorIterator& it, Act act, ActParams p) {
-  dispatch_floating(it.dtype(1), "activation",
-                    [&](auto tag) { activation_typed<typename decltype(tag)::type>(it, act, p); });
-}
-
-void activation_backward_kernel(TensorIterator& it, Act act, ActParams p, bool is_result) {
-  dispatch_floating(it.dtype(2), "activation_backward", [&](auto tag) {
-    activation_backward_typed<typename decltype(tag)::type>(it, act, p, is_result);
-  });
-}
+/// The loops activation_math.h's entry points run the functors in.
+struct ActLoops {
+  template <typename T, typename F>
+  static void unary(TensorIterator& it, F f) {
+    act_unary_loop<T>(it, f);
+  }
+  template <typename T, typename F>
+  static void binary(TensorIterator& it, F f) {
+    act_binary_loop<T>(it, f);
+  }
+};
 
 EMBER_REGISTER_CPU_KERNELS(nn_activation) {
   softmax_stub.fns[int(DeviceType::CPU)] = &softmax_kernel;
   softmax_backward_stub.fns[int(DeviceType::CPU)] = &softmax_backward_kernel;
-  activation_stub.fns[int(DeviceType::CPU)] = &activation_kernel;
-  activation_backward_stub.fns[int(DeviceType::CPU)] = &activation_backward_kernel;
+  activation_stub.fns[int(DeviceType::CPU)] = &act::activation_kernel<VecMath, ActLoops>;
+  activation_backward_stub.fns[int(DeviceType::CPU)] =
+      &act::activation_backward_kernel<VecMath, ActLoops>;
 }
 
 }  // namespace

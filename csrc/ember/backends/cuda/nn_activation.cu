@@ -51,43 +51,25 @@ struct CudaMath {
   }
 };
 
-template <typename T, typename F>
-void fwd(TensorIterator& it, F f) {
-  launch_iter<2>(it, UnaryBody<T, T, F>{f});
-}
-template <typename T, typename F>
-void bwd(TensorIterator& it, F f) {
-  launch_iter<3>(it, BinaryBody<T, T, F>{f});
-}
-
-template <typename T>
-void activation_typed(TensorIterator& it, Act act, ActParams p) {
-  act::for_activation<opmath_t<T>, CudaMath>(act, p, [&](auto f) { fwd<T>(it, f); });
-}
-
-template <typename T>
-void activation_backward_typed(TensorIterator& it, Act act, ActParams p, bool is_result) {
-  act::for_activation_backward<opmath_t<T>, CudaMath>(act, p, is_result,
-                                                      [&](auto f) { bwd<T>(it, f); });
-}
-
-void activation_kernel(TensorIterator& it, Act act, ActParams p) {
-  dispatch_floating(it.dtype(1), "activation",
-                    [&](auto tag) { activation_typed<typename decltype(tag)::type>(it, act, p); });
-}
-
-void activation_backward_kernel(TensorIterator& it, Act act, ActParams p, bool is_result) {
-  dispatch_floating(it.dtype(2), "activation_backward", [&](auto tag) {
-    activation_backward_typed<typename decltype(tag)::type>(it, act, p, is_result);
-  });
-}
+/// The loops activation_math.h's entry points run the functors in: loops.cuh's iterator
+/// kernels.
+struct ActLoops {
+  template <typename T, typename F>
+  static void unary(TensorIterator& it, F f) {
+    launch_iter<2>(it, UnaryBody<T, T, F>{f});
+  }
+  template <typename T, typename F>
+  static void binary(TensorIterator& it, F f) {
+    launch_iter<3>(it, BinaryBody<T, T, F>{f});
+  }
+};
 
 }  // namespace
 
 EMBER_REGISTER_KERNELS(CUDA, nn_activation) {
   constexpr int cuda = int(DeviceType::CUDA);
-  activation_stub.fns[cuda] = &activation_kernel;
-  activation_backward_stub.fns[cuda] = &activation_backward_kernel;
+  activation_stub.fns[cuda] = &act::activation_kernel<CudaMath, ActLoops>;
+  activation_backward_stub.fns[cuda] = &act::activation_backward_kernel<CudaMath, ActLoops>;
 }
 
 }  // namespace ember::cuda
