@@ -339,6 +339,47 @@ def test_integer_pow_negative_exponent():
     np.testing.assert_allclose((x ** -1.0).numpy(), [1, 0.5, 1 / 3], rtol=1e-6)
 
 
+# x ** e for one exponent (Note [pow by a scalar]): what PyTorch 2.15 gives (its CPU kernel
+# takes the same forms), special values included.
+_SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, -2.0, 4.0]
+_POW_SPECIAL = {
+    2: [0.0, 0.0, np.inf, np.inf, np.nan, 4.0, 16.0],
+    3: [0.0, -0.0, np.inf, -np.inf, np.nan, -8.0, 64.0],
+    0.5: [0.0, -0.0, np.inf, np.nan, np.nan, np.nan, 2.0],
+    -0.5: [np.inf, -np.inf, 0.0, np.nan, np.nan, np.nan, 0.5],
+    -1: [np.inf, -np.inf, 0.0, -0.0, np.nan, -0.5, 0.25],
+    -2: [np.inf, np.inf, 0.0, 0.0, np.nan, 0.25, 0.0625],
+    1: [0.0, -0.0, np.inf, -np.inf, np.nan, -2.0, 4.0],
+    2.5: [0.0, 0.0, np.inf, np.inf, np.nan, np.nan, 32.0],
+}
+
+
+@pytest.mark.parametrize("e", list(_POW_SPECIAL))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_pow_by_one_exponent(e, dtype):
+    dt = getattr(ember, dtype)
+    got = ember.tensor(_SPECIAL, dtype=dt).pow(e).double().numpy()
+    want = np.array(_POW_SPECIAL[e])
+    num = ~np.isnan(want)  # a NaN's sign bit means nothing
+    np.testing.assert_array_equal(np.signbit(got[num]), np.signbit(want[num]))  # -0 vs +0
+    np.testing.assert_array_equal(got, want)
+    # ordinary values, non-contiguous, a 0-d exponent tensor, out= and in place
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.1, 3, size=(7, 6)) * rng.choice([-1, 1], size=(7, 6)) ** int(e != int(e))
+    x = ember.tensor(a, dtype=dt).t()
+    ref = np.power(ember.tensor(a, dtype=dt).double().numpy().T, e)
+    tol = {"float32": 3e-7, "float64": 1e-15, "float16": 1e-3, "bfloat16": 8e-3}[dtype]
+    np.testing.assert_allclose(x.pow(e).double().numpy(), ref, rtol=tol)
+    np.testing.assert_allclose((x ** ember.tensor(e, dtype=dt)).double().numpy(), ref, rtol=tol)
+    out = ember.empty(7, 6, dtype=dt).t()
+    ember.pow(x, e, out=out)
+    np.testing.assert_allclose(out.double().numpy(), ref, rtol=tol)
+    y = x.clone()
+    y.pow_(e)
+    np.testing.assert_allclose(y.double().numpy(), ref, rtol=tol)
+    assert ember.tensor([], dtype=dt).pow(e).shape == (0,)
+
+
 def test_bool_arithmetic_messages():
     m = ember.from_numpy(np.array([True, False]))
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors"):

