@@ -311,8 +311,10 @@ def _headers():
 
 def options(cc):
     arch, cubin = _arch_for(cc)
-    return [arch, "--std=c++17", f"--include-path={_state['cccl']}", "--pch",
-            "-default-device", "-w"], cubin
+    opts = [arch, "--std=c++17", f"--include-path={_state['cccl']}", "-default-device", "-w"]
+    if _state["version"] >= (12, 4):  # automatic precompiled headers: 1.7 s -> 0.2 s a kernel
+        opts.append("--pch")
+    return opts, cubin
 
 
 def compile_image(source, cc, name="ember_fusion"):
