@@ -208,3 +208,28 @@ def test_onednn_batch_split_over_threads(rng, threads):
         ember.set_num_threads(n)
     for a, r in zip(got, [ref_y, ref_gx, ref_gw, gy.sum(axis=(0, 2, 3))]):
         np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(r).max()))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("co,bias", [(16, True), (24, False), (40, True), (8, True)])
+def test_onednn_one_image_splits_output_channels(rng, threads, co, bias):
+    # batch 1 on several threads: the output channels are split in blocks of 8 (24 over 2
+    # threads: 8 and 16; 40 over 3: 8, 16, 16); 8 channels stay whole. Each part reads its
+    # slice of the weights and bias and writes its slice of the output.
+    x, w = rng.standard_normal((1, 8, 15, 14)), rng.standard_normal((co, 8, 3, 3))
+    b = rng.standard_normal(co) if bias else None
+    ref_y, grads = np_conv2d(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    gy = rng.standard_normal(ref_y.shape)
+    ref_gx, ref_gw = grads(gy)
+    n = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        before = ember._C._onednn_conv_calls()
+        got = run(x, w, b, gy, dict(padding=1))
+        if mkldnn.is_available():
+            assert ember._C._onednn_conv_calls() - before == 2
+    finally:
+        ember.set_num_threads(n)
+    refs = [ref_y, ref_gx, ref_gw] + ([gy.sum(axis=(0, 2, 3))] if bias else [])
+    for a, r in zip(got, refs):
+        np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(r).max()))
