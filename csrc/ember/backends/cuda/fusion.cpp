@@ -80,16 +80,16 @@ void fusion_launch(int64_t handle, const std::vector<Tensor>& ts, const std::vec
               " argument words but its ", ts.size(), " operands over ", shape.size(),
               " dimensions make ", block.size());
   if (a.work == 0) return;
-  DeviceGuard guard(device);
+  const int index = device.index >= 0 ? int(device.index) : current_device();
+  DeviceGuard guard(Device(DeviceType::CUDA, index));
   const int64_t threads = rows > 0 ? kFusionRowThreads : kFusionThreads;
   const int64_t per_block =
       rows > 0 ? kFusionRowThreads / 32 : kFusionThreads;  // rows: a warp each
-  const int64_t cap = int64_t(sm_count(device.index)) * 32;
+  const int64_t cap = int64_t(sm_count(index)) * 32;
   const int64_t blocks = std::max<int64_t>(1, std::min(cap, (a.work + per_block - 1) / per_block));
   void* params[] = {block.data()};
   EMBER_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(l.kernel), dim3(unsigned(blocks)),
-                                    dim3(unsigned(threads)), params, 0,
-                                    current_stream(device.index)));
+                                    dim3(unsigned(threads)), params, 0, current_stream(index)));
 }
 
 }  // namespace ember::cuda
