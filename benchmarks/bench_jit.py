@@ -27,7 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from _common import PYPI_TORCH_PYTHON, fmt_time, print_table  # noqa: E402
+from _common import PYPI_TORCH_PYTHON, ember_build, fmt_time, print_table  # noqa: E402
 
 MLP_SHAPE = (8, 64)
 
@@ -158,6 +158,8 @@ def main():
         print(json.dumps(r))
         return
     torch_py = PYPI_TORCH_PYTHON if os.path.exists(PYPI_TORCH_PYTHON) else None
+    import ember
+    print(ember_build(ember))  # which build these numbers time
     tmp = tempfile.mkdtemp(prefix="bench_jit_")
     try:
         binary = build_cpp(tmp) if any(c.startswith("mlp") for c in a.cases) else None
