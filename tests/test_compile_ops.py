@@ -283,3 +283,19 @@ def test_nvrtc_errors():
             "    print(e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "nvidia-cuda-nvrtc" in r.stdout and "/nonexistent/libnvrtc.so.13" in r.stdout, r
+
+
+def test_cuda_launcher_matches_the_generated_kernels():
+    """The launch (backends/cuda/fusion.h) and the generated sources (_cuda.py) agree on the
+    block sizes (__launch_bounds__) and the parameter space; loading _C_cuda needs no GPU."""
+    from ember._compile import _cuda
+    try:
+        from ember import _C_cuda
+    except ImportError:
+        pytest.skip("ember was built without its CUDA backend")
+    assert _C_cuda._fusion_constants() == (_cuda.THREADS, _cuda.ROW_THREADS,
+                                           _cuda.MAX_ARG_WORDS * 8)
+    with pytest.raises(RuntimeError, match="exceeds the 4096-byte parameter limit"):
+        _C_cuda._fusion_load(b"not an image", 600)
+    with pytest.raises(RuntimeError, match="bad CUDA kernel handle"):
+        _C_cuda._fusion_launch(10**6, [], [], [], 0)
