@@ -37,6 +37,21 @@ struct Nvrtc {
   int (*GetPTXSize)(Program, size_t*) = nullptr;
   int (*GetPTX)(Program, char*) = nullptr;
 };
+// Every entry point above, resolved by name ("nvrtc" + the member's name).
+#define EMBER_NVRTC_FNS(X) \
+  X(GetErrorString)        \
+  X(Version)               \
+  X(GetNumSupportedArchs)  \
+  X(GetSupportedArchs)     \
+  X(CreateProgram)         \
+  X(DestroyProgram)        \
+  X(CompileProgram)        \
+  X(GetProgramLogSize)     \
+  X(GetProgramLog)         \
+  X(GetCUBINSize)          \
+  X(GetCUBIN)              \
+  X(GetPTXSize)            \
+  X(GetPTX)
 std::mutex g_mu;
 Nvrtc g_nvrtc;
 
@@ -61,19 +76,9 @@ std::string load(const std::vector<std::string>& candidates) {
     }
     Nvrtc n;
     std::string missing;
-    resolve(lib, "nvrtcGetErrorString", n.GetErrorString, missing);
-    resolve(lib, "nvrtcVersion", n.Version, missing);
-    resolve(lib, "nvrtcGetNumSupportedArchs", n.GetNumSupportedArchs, missing);
-    resolve(lib, "nvrtcGetSupportedArchs", n.GetSupportedArchs, missing);
-    resolve(lib, "nvrtcCreateProgram", n.CreateProgram, missing);
-    resolve(lib, "nvrtcDestroyProgram", n.DestroyProgram, missing);
-    resolve(lib, "nvrtcCompileProgram", n.CompileProgram, missing);
-    resolve(lib, "nvrtcGetProgramLogSize", n.GetProgramLogSize, missing);
-    resolve(lib, "nvrtcGetProgramLog", n.GetProgramLog, missing);
-    resolve(lib, "nvrtcGetCUBINSize", n.GetCUBINSize, missing);
-    resolve(lib, "nvrtcGetCUBIN", n.GetCUBIN, missing);
-    resolve(lib, "nvrtcGetPTXSize", n.GetPTXSize, missing);
-    resolve(lib, "nvrtcGetPTX", n.GetPTX, missing);
+#define EMBER_NVRTC_RESOLVE(name) resolve(lib, "nvrtc" #name, n.name, missing);
+    EMBER_NVRTC_FNS(EMBER_NVRTC_RESOLVE)
+#undef EMBER_NVRTC_RESOLVE
     if (!missing.empty()) {
       tried += "\n  " + c + ": lacks " + missing;
       dlclose(lib);
