@@ -173,22 +173,16 @@ using act::kSqrt1_2;
 
 /// Note [Activation math]'s policy for the CPU.
 struct VecMath {
-  template <typename A>
-  EMBER_ACT_F static A exp(A x) {
-    return vec::exp<A>(x);
+#define EMBER_VEC_MATH(f)       \
+  template <typename A>         \
+  EMBER_ACT_F static A f(A x) { \
+    return vec::f<A>(x);        \
   }
-  template <typename A>
-  EMBER_ACT_F static A expm1(A x) {
-    return vec::expm1<A>(x);
-  }
-  template <typename A>
-  EMBER_ACT_F static A log1p(A x) {
-    return vec::log1p<A>(x);
-  }
-  template <typename A>
-  EMBER_ACT_F static A tanh(A x) {
-    return vec::tanh<A>(x);
-  }
+  EMBER_VEC_MATH(exp)
+  EMBER_VEC_MATH(expm1)
+  EMBER_VEC_MATH(log1p)
+  EMBER_VEC_MATH(tanh)
+#undef EMBER_VEC_MATH
   template <typename A>
   EMBER_ACT_F static A fabs(A x) {
     return std::fabs(x);
