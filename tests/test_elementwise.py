@@ -488,3 +488,70 @@ def test_streamed_outputs(threads):
         np.testing.assert_array_equal(a.numpy(), an * bn)
     finally:
         ember.set_num_threads(old)
+
+
+def _half_values(n, rng):
+    """n float16 values covering normals, subnormals, zeros of both signs, infinities and NaN."""
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0, -65504.0, 6e-8, -6e-8,
+                         1e-5, 2 ** -14, 1.0, -1.0], dtype=np.float16)
+    body = (rng.standard_normal(n) * rng.choice([1e-6, 1e-3, 1.0, 1e3], n)).astype(np.float16)
+    k = min(n, len(specials))
+    body[:k] = specials[:k]
+    return body
+
+
+@pytest.mark.parametrize("capability", ["default", "best"])
+def test_float16_chunked_loops(capability):
+    # Note [Half loops]: contiguous float16 loops convert chunks of 256 through float buffers
+    # (eight at a time with F16C). Lengths around the chunk and vector widths, every contiguous
+    # case of the binary loop (two spans, a scalar on either side), a bool output, casts both
+    # ways (float32 and others), and strided operands must all give NumPy's float16 results.
+    # The same code runs with the portable conversions under EMBER_CPU_CAPABILITY=default.
+    import subprocess
+    import sys
+    code = r'''
+import numpy as np, ember
+from tests.test_elementwise import _half_values
+rng = np.random.default_rng(0)
+def eq(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert np.array_equal(got, want, equal_nan=True), np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want))))[:5]
+for n in [0, 1, 7, 8, 9, 255, 256, 257, 1000, 4099]:
+    an, bn = _half_values(n, rng), _half_values(n, rng)[::-1].copy()
+    a, b = ember.from_numpy(an), ember.from_numpy(bn)
+    with np.errstate(all="ignore"):
+        eq((a + b).numpy(), an + bn)
+        eq((a * b).numpy(), an * bn)
+        eq((a * 2.5).numpy(), an * np.float16(2.5))
+        eq((3.0 - a).numpy(), np.float16(3.0) - an)
+        eq((a / b).numpy(), an / bn)
+        eq(a.neg().numpy(), -an)
+        eq(a.abs().numpy(), np.abs(an))
+        eq(a.sqrt().numpy(), np.sqrt(an.astype(np.float32)).astype(np.float16))
+        eq((a < b).numpy(), an < bn)
+        eq(a.isnan().numpy(), np.isnan(an))
+        eq(a.float().numpy(), an.astype(np.float32))
+        eq(a.double().numpy(), an.astype(np.float64))
+        f32 = (rng.standard_normal(n) * 1e4).astype(np.float32)
+        f32[: min(n, 3)] = [np.nan, 70000.0, 1e-9][: min(n, 3)]
+        eq(ember.from_numpy(f32).half().numpy(), f32.astype(np.float16))
+        f64 = rng.standard_normal(n) * 100
+        eq(ember.from_numpy(f64).half().numpy(), f64.astype(np.float32).astype(np.float16))
+        i64 = rng.integers(-70000, 70000, n)
+        eq(ember.from_numpy(i64).half().numpy(), i64.astype(np.float32).astype(np.float16))
+        eq(a[::2].float().numpy(), an[::2].astype(np.float32))  # strided: the generic loop
+        eq((a[::2] + b[::2]).numpy(), an[::2] + bn[::2])
+        out = ember.empty(n + 1, dtype=ember.float16)[1:]  # a 2-byte offset output
+        ember.add(a, b, out=out)
+        eq(out.numpy(), an + bn)
+print("ok")
+'''
+    env = dict(os.environ)
+    if capability == "default":
+        env["EMBER_CPU_CAPABILITY"] = "default"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root] + env.get("PYTHONPATH", "").split(os.pathsep))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr

@@ -45,6 +45,11 @@ struct CpuLoops {
     if constexpr (VecFloat<F>::kHas && std::is_same<opmath_t<In>, float>::value)
       unary_loop<Out, In>(it,
                           [](float x) __attribute__((always_inline)) { return VecFloat<F>::f(x); });
+    else if constexpr (std::is_same<F, elementwise::CastTo<Half, In>>::value)
+      // The cast's float result is rounded to float16 by the loop, eight at a time with F16C
+      // (Note [Half loops]), instead of by Half's portable conversion in the functor.
+      unary_loop<Out, In>(it,
+                          [](opmath_t<In> x) __attribute__((always_inline)) { return float(x); });
     else
       unary_loop<Out, In>(it, f);
   }
@@ -114,6 +119,17 @@ void copy_kernel(TensorIterator& it) {
             break;
         }
       }
+    });
+    return;
+  }
+  // float16 <-> float32, contiguous: one conversion pass (Note [Half loops]).
+  if (it.is_contiguous() && ((od == DType::Float32 && id == DType::Float16) ||
+                             (od == DType::Float16 && id == DType::Float32))) {
+    it.for_each([od](char** d, const int64_t*, int64_t n) {
+      if (od == DType::Float32)
+        half_to_float(reinterpret_cast<const Half*>(d[1]), reinterpret_cast<float*>(d[0]), n);
+      else
+        float_to_half(reinterpret_cast<const float*>(d[1]), reinterpret_cast<Half*>(d[0]), n);
     });
     return;
   }

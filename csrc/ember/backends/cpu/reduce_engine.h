@@ -219,7 +219,9 @@ void run_reduce(const Tensor& in, const Tensor& out, const Shape& mask, const Op
     const int64_t ostep = g.kout.back();
     const int64_t items = ko_n * nch;
     // Adds reduced positions [rb, re) of work item `it` into acc[0, len).
-    auto accumulate = [&](int64_t it, int64_t rb, int64_t re, A* acc) {
+    // Out of line: it has two callers below, and each inlined copy of its loop cost compile
+    // time (Note [Kernel compile time] in loops.h) for nothing, as it runs once per work item.
+    auto accumulate = [&](int64_t it, int64_t rb, int64_t re, A* acc) __attribute__((noinline)) {
       Walker ow(ks, ki, kt);
       ow.seek(it / nch);
       const int64_t c0 = (it % nch) * C, len = std::min(C, m - c0);
