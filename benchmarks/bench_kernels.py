@@ -1,4 +1,4 @@
-"""The CPU kernels of issue 25 (losses, pooling, Linear, LSTM/GRU, convolution), ember vs
+"""The CPU kernels of issue 25 (losses, pooling, Linear, LSTM/GRU, convolution, float16 loops), ember vs
 PyTorch, in alternating processes.
 
     python3 benchmarks/bench_kernels.py [--threads N ...] [--rounds R] [--cases SUBSTRING ...]
@@ -167,6 +167,18 @@ def _adamw(lib):
     return opt.step
 
 
+def _half(op):
+    # float16 elementwise loops (Note [Half loops]): 1M elements
+    def make(lib):
+        x, y = _arr(lib, (1 << 20,)), _arr(lib, (1 << 20,), seed=1)
+        h, g = x.half(), y.half()
+        F = lib.nn.functional
+        return {"add": lambda: h + g, "mul scalar": lambda: h * 2.0, "exp": lambda: h.exp(),
+                "gelu": lambda: F.gelu(h), "to float32": lambda: h.float(),
+                "from float32": lambda: x.half()}[op]
+    return make
+
+
 CASES = {
     "cross_entropy 256x1000 fwd+bwd": _cross_entropy,
     "nll_loss(log_softmax) 256x1000 fwd+bwd": _nll,
@@ -194,6 +206,12 @@ CASES = {
     "conv 8x256x28x28->512 1x1 s2 fwd+bwd": _conv(8, 256, 512, 28, 1, stride=2),
     "conv 8x512x7x7->2048 1x1 fwd+bwd": _conv(8, 512, 2048, 7, 1),
     "resnet18 batch 8 fwd (eval)": _resnet18_fwd,
+    "float16 add 1M": _half("add"),
+    "float16 x * 2.0 1M": _half("mul scalar"),
+    "float16 exp 1M": _half("exp"),
+    "float16 gelu 1M": _half("gelu"),
+    "float16 .float() 1M": _half("to float32"),
+    "float32 .half() 1M": _half("from float32"),
 }
 
 

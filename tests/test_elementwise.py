@@ -542,6 +542,13 @@ for n in [0, 1, 7, 8, 9, 255, 256, 257, 1000, 4099]:
         eq(ember.from_numpy(i64).half().numpy(), i64.astype(np.float32).astype(np.float16))
         eq(a[::2].float().numpy(), an[::2].astype(np.float32))  # strided: the generic loop
         eq((a[::2] + b[::2]).numpy(), an[::2] + bn[::2])
+        F = ember.nn.functional
+        for act in (F.gelu, F.silu, F.relu, ember.sigmoid, ember.tanh):  # the activation loops
+            eq(act(a).numpy(), act(a.float()).half().numpy())
+        x16, x32 = a.clone().requires_grad_(), a.float().requires_grad_()
+        F.gelu(x16).backward(b)
+        F.gelu(x32).backward(b.float())
+        eq(x16.grad.numpy(), x32.grad.half().numpy())
         out = ember.empty(n + 1, dtype=ember.float16)[1:]  # a 2-byte offset output
         ember.add(a, b, out=out)
         eq(out.numpy(), an + bn)
