@@ -179,6 +179,15 @@ def _half(op):
     return make
 
 
+def _short_rows(op):
+    # a reduction over short rows (one kept, one reduced dim): [1M, 4] over dim 1
+    def make(lib):
+        x = _arr(lib, (1 << 20, 4))
+        return {"sum": lambda: x.sum(1), "amax": lambda: x.amax(1),
+                "max": lambda: x.max(1)}[op]
+    return make
+
+
 CASES = {
     "cross_entropy 256x1000 fwd+bwd": _cross_entropy,
     "nll_loss(log_softmax) 256x1000 fwd+bwd": _nll,
@@ -212,6 +221,9 @@ CASES = {
     "float16 gelu 1M": _half("gelu"),
     "float16 .float() 1M": _half("to float32"),
     "float32 .half() 1M": _half("from float32"),
+    "sum [1M, 4] dim 1": _short_rows("sum"),
+    "amax [1M, 4] dim 1": _short_rows("amax"),
+    "max [1M, 4] dim 1 (values, indices)": _short_rows("max"),
 }
 
 

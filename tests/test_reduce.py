@@ -649,3 +649,49 @@ def test_property_sum_amax(case, seed):
             t.amax(dims if dims else (), keepdim)
     else:
         check(t.amax(dims if dims else (), keepdim), a.max(axis=ax, keepdims=keepdim))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided rows", "sliced rows"])
+def test_one_kept_one_reduced_dim(layout, threads):
+    # A reduction with one kept and one reduced dim runs each output's row by offset
+    # arithmetic (no walker): every layout of the rows and outputs, short and long rows, the
+    # indexed ops (first index among ties) and an out= with strides must match NumPy.
+    rng = np.random.default_rng(7)
+    old = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for n, r in [(40000, 4), (3, 5000), (1, 7), (257, 33)]:
+            base = rng.integers(-4, 5, (n, 2 * r)).astype(np.float32)
+            if layout == "contiguous":
+                a = base[:, :r].copy()
+            elif layout == "transposed":
+                a = np.ascontiguousarray(base[:, :r].T).T  # rows strided by n
+            elif layout == "strided rows":
+                a = base[:, ::2]
+            else:
+                a = base[:, 1:r + 1]
+            if layout == "transposed":
+                t = ember.from_numpy(np.ascontiguousarray(a.T)).t()
+            elif layout == "strided rows":
+                t = ember.from_numpy(base)[:, ::2]
+            elif layout == "sliced rows":
+                t = ember.from_numpy(base)[:, 1:r + 1]
+            else:
+                t = ember.from_numpy(a)
+            np.testing.assert_allclose(t.sum(1).numpy(), a.sum(1), rtol=1e-6)
+            np.testing.assert_allclose(t.mean(1).numpy(), a.mean(1), rtol=1e-6)
+            np.testing.assert_array_equal(t.amax(1).numpy(), a.max(1))
+            np.testing.assert_array_equal(t.amin(1).numpy(), a.min(1))
+            np.testing.assert_array_equal(t.argmax(1).numpy(), a.argmax(1))
+            v, i = t.max(1)
+            np.testing.assert_array_equal(v.numpy(), a.max(1))
+            np.testing.assert_array_equal(i.numpy(), a.argmax(1))
+            np.testing.assert_array_equal(t.sum(0).numpy(), a.sum(0))  # the other dim
+            out = ember.empty(2 * n)[::2]
+            ember.sum(t, 1, out=out)
+            np.testing.assert_allclose(out.numpy(), a.sum(1), rtol=1e-6)
+        nan = ember.tensor([[1.0, float("nan"), 3.0, 0.0], [2.0, 5.0, 1.0, 4.0]])
+        np.testing.assert_array_equal(nan.amax(1).numpy(), [np.nan, 5.0])
+    finally:
+        ember.set_num_threads(old)
