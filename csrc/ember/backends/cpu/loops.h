@@ -179,6 +179,20 @@ inline void chunked_out(Out* __restrict w, int64_t lo, int64_t hi, Load load, G 
   }
 }
 
+/// w[0, hi - lo) = Out(f(a[i])) over [lo, hi) of a contiguous input, in opmath_t<In>.
+template <typename Out, typename In, typename F>
+inline void unary_span(Out* __restrict w, const In* __restrict a, int64_t lo, int64_t hi, F f) {
+  using M = opmath_t<In>;
+  if constexpr (kHalfChunked<Out, In>) {
+    ChunkIn<In> ia;
+    chunked_out(
+        w, lo, hi, [&](int64_t c, int64_t m) { ia.load(a, c, m); },
+        [&](int64_t j) { return f(ia[j]); });
+  } else {
+    for (int64_t i = lo; i < hi; ++i) w[i - lo] = Out(f(M(a[i])));
+  }
+}
+
 /// out[i] = f(a[i]) computed in opmath_t<In>.
 template <typename Out, typename In, typename F>
 void unary_loop(const TensorIterator& it, F f) {
@@ -188,16 +202,7 @@ void unary_loop(const TensorIterator& it, F f) {
     if (s[0] == sizeof(Out) && s[1] == sizeof(In)) {
       const In* __restrict a = reinterpret_cast<const In*>(d[1]);
       contiguous_out(stream, reinterpret_cast<Out*>(d[0]), n,
-                     [&](Out* __restrict o, int64_t b, int64_t e) {
-                       if constexpr (kHalfChunked<Out, In>) {
-                         ChunkIn<In> ia;
-                         chunked_out(
-                             o, b, e, [&](int64_t c, int64_t m) { ia.load(a, c, m); },
-                             [&](int64_t j) { return f(ia[j]); });
-                       } else {
-                         for (int64_t i = b; i < e; ++i) o[i - b] = Out(f(M(a[i])));
-                       }
-                     });
+                     [&](Out* __restrict o, int64_t b, int64_t e) { unary_span(o, a, b, e, f); });
     } else {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<Out*>(d[0] + i * s[0]) =

@@ -221,14 +221,7 @@ void act_unary_loop(TensorIterator& it, F f) {
       contiguous_out(stream, reinterpret_cast<T*>(d[0]), n,
                      [&](T* __restrict o, int64_t b, int64_t e) {
                        const F fl = f;
-                       if constexpr (kHalfChunked<T, T>) {  // Note [Half loops]
-                         ChunkIn<T> cx;
-                         chunked_out(
-                             o, b, e, [&](int64_t c, int64_t m) { cx.load(x, c, m); },
-                             [&](int64_t j) { return fl(cx[j]); });
-                       } else {
-                         for (int64_t i = b; i < e; ++i) o[i - b] = T(fl(A(x[i])));
-                       }
+                       unary_span(o, x, b, e, fl);  // float16: Note [Half loops]
                      });
     } else {
       for (int64_t i = 0; i < n; ++i)
@@ -249,18 +242,7 @@ void act_binary_loop(TensorIterator& it, F f) {
       contiguous_out(stream, reinterpret_cast<T*>(d[0]), n,
                      [&](T* __restrict o, int64_t b, int64_t e) {
                        const F fl = f;
-                       if constexpr (kHalfChunked<T, T>) {  // Note [Half loops]
-                         ChunkIn<T> cg, cx;
-                         chunked_out(
-                             o, b, e,
-                             [&](int64_t c, int64_t m) {
-                               cg.load(g, c, m);
-                               cx.load(x, c, m);
-                             },
-                             [&](int64_t j) { return fl(cg[j], cx[j]); });
-                       } else {
-                         for (int64_t i = b; i < e; ++i) o[i - b] = T(fl(A(g[i]), A(x[i])));
-                       }
+                       binary_span<true, true>(o, g, x, b, e, fl);  // float16: Note [Half loops]
                      });
     } else {
       for (int64_t i = 0; i < n; ++i)
