@@ -63,9 +63,6 @@ inline bool stream_output(const TensorIterator& it) {
   return touched >= kStreamTouchedBytes;
 }
 
-/// Runs `body(dst, begin, end)` over [0, n), where body writes element i at
-/// dst[i - begin]: directly into `out`, or, when `stream` (stream_output) and `out` is
-/// 64-byte aligned, chunk by chunk into a buffer that is streamed to `out`.
 // Note [Kernel compile time]
 // The kernel files compiled once per CPU capability are most of a cold build (elementwise
 // alone is two minutes per copy on this 2-core machine), and GCC compiles an inlined loop
@@ -74,6 +71,10 @@ inline bool stream_output(const TensorIterator& it) {
 // the elementwise AVX2 copy went from 137 to 109 CPU-s, activations from 41 to 34), and a
 // helper that runs once per work item is kept out of line (reduce_engine.h's `accumulate`:
 // reductions 52 -> 47 CPU-s). tools/cold_build.sh times a whole cold build.
+
+/// Runs `body(dst, begin, end)` over [0, n), where body writes element i at
+/// dst[i - begin]: directly into `out`, or, when `stream` (stream_output) and `out` is
+/// 64-byte aligned, chunk by chunk into a buffer that is streamed to `out`.
 /// `body` has one call site, so the compiler inlines and vectorizes its loop once per
 /// instance (with a call site per path, a binary op's three contiguous cases were each
 /// compiled three times: Note [Kernel compile time]).
