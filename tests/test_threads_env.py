@@ -98,3 +98,34 @@ def test_openblas_is_loaded_with_sleeping_workers():
 
 def test_a_user_openblas_thread_timeout_is_kept():
     assert _load_run({"OPENBLAS_THREAD_TIMEOUT": "20"}) == ["20", "20"]
+
+
+# Counts the read system calls a loop of small ops makes, from /proc/self/io, in a process
+# that never sets a thread count (the default a user gets).
+_SYSCALL_SCRIPT = """
+import ember
+import ember.nn.functional as F
+x, w, b, y = ember.randn(8, 64), ember.randn(128, 64), ember.randn(128), ember.randn(1000)
+def reads():
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("syscr:")).split()[1])
+for _ in range(20):
+    F.linear(x, w, b); y.sum(); y + y
+before = reads()
+for _ in range(500):
+    F.linear(x, w, b); y.sum(); y + y
+print(reads() - before)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux's /proc/self/io")
+def test_the_default_thread_count_is_read_once():
+    # get_num_threads() asked std::thread::hardware_concurrency() on every call, which opens
+    # and reads /sys/devices/system/cpu/online: ~20 us added to every GEMM, reduction and
+    # parallel loop of a program that never called set_num_threads (sum of 1000 floats:
+    # 24 us instead of 1.2 us). The loop must make no per-op system calls.
+    env = {k: v for k, v in os.environ.items() if k not in ("EMBER_NUM_THREADS", "OMP_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", _SYSCALL_SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) < 20, f"{out.stdout.strip()} read calls for 1500 small ops"

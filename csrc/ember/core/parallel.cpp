@@ -231,7 +231,12 @@ ThreadPool& pool_for(int nthreads, int* started) {
 
 int get_num_threads() {
   int n = g_num_threads.load();
-  return n > 0 ? n : default_threads();
+  if (n > 0) return n;
+  // Read once: hardware_concurrency() opens /sys/devices/system/cpu/online, a few
+  // microseconds of system calls that every GEMM and parallel_for of a process that
+  // never called set_num_threads paid (a 5-op MLP forward: ~6 us of 19).
+  static const int fallback = default_threads();
+  return fallback;
 }
 
 void set_num_threads(int n) {
