@@ -76,9 +76,9 @@ def _pool_fwd(kind):
     return make
 
 
-def _linear_fwd(lib):
-    x = _arr(lib, (64, 784))
-    m = lib.nn.Linear(784, 512)
+def _linear_fwd(lib, batch=64, features=(784, 512)):
+    x = _arr(lib, (batch, features[0]))
+    m = lib.nn.Linear(*features)
 
     def step():
         with lib.no_grad():
@@ -197,6 +197,9 @@ CASES = {
     "avg_pool2d(2) 64x64x24x24 fwd+bwd": _pool("avg_pool2d"),
     "Linear 784->512 bs64 fwd": _linear_fwd,
     "Linear 784->512 bs64 fwd+bwd": _linear_fwd_bwd,
+    # Note [Skinny GEMM]: small-batch inference
+    "Linear 784->512 bs8 fwd": lambda lib: _linear_fwd(lib, 8),
+    "Linear 1024->1024 bs4 fwd": lambda lib: _linear_fwd(lib, 4, (1024, 1024)),
     "LSTM(128,256) B32 T50 fwd": _rnn("LSTM", False),
     "LSTM(128,256) B32 T50 fwd+bwd": _rnn("LSTM"),
     "GRU(128,256) B32 T50 fwd+bwd": _rnn("GRU"),

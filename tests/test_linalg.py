@@ -708,6 +708,72 @@ def test_small_gemm(dtype):
     assert np.isinf(got[2]).all() and np.isfinite(np.delete(got, 2, 0)).all()
 
 
+_SKINNY_SCRIPT = r"""
+import numpy as np, ember
+rng = np.random.default_rng(0)
+F = ember.nn.functional
+for dtype, tol in [(np.float32, 3e-6), (np.float64, 1e-14)]:
+    # rows 2-8 against k >= 128 (Note [Skinny GEMM]); k tails past every vector width, n
+    # below, at and past a tile, and row tiles of 4 with remainders
+    for m, n, k in [(2, 1000, 128), (3, 5, 129), (4, 17, 263), (5, 3, 300), (7, 9, 1001),
+                    (8, 64, 256), (8, 33, 784), (2, 2, 2049)]:
+        x = rng.standard_normal((m, k)).astype(dtype)
+        w = rng.standard_normal((n, k)).astype(dtype)
+        b = rng.standard_normal(n).astype(dtype)
+        ref = x.astype(np.float64) @ w.T.astype(np.float64)
+        atol = tol * np.sqrt(k) * 10
+        for threads in (1, 2):
+            ember.set_num_threads(threads)
+            ex, ew, eb = ember.from_numpy(x), ember.from_numpy(w), ember.from_numpy(b)
+            np.testing.assert_allclose(F.linear(ex, ew, eb).numpy(), ref + b, rtol=tol, atol=atol)
+            np.testing.assert_allclose((ex @ ew.t()).numpy(), ref, rtol=tol, atol=atol)
+            # beta = 0 never reads out (NaN stays out), out with a row stride past n
+            out = ember.full((m, n + 3), float("nan"), dtype=ex.dtype)[:, 1:n + 1]
+            ember.mm(ex, ew.t(), out=out)
+            np.testing.assert_allclose(out.numpy(), ref, rtol=tol, atol=atol)
+            c = rng.standard_normal((m, n)).astype(dtype)
+            got = ember.addmm(ember.from_numpy(c), ex, ew.t(), beta=-0.5, alpha=3.0).numpy()
+            np.testing.assert_allclose(got, -0.5 * c + 3.0 * ref, rtol=tol, atol=4 * atol)
+            # row strides past k on both operands (column slices)
+            xs = ember.from_numpy(rng.standard_normal((m, k + 5)).astype(dtype))[:, 3:k + 3]
+            ws = ember.from_numpy(rng.standard_normal((n, k + 2)).astype(dtype))[:, 1:k + 1]
+            np.testing.assert_allclose((xs @ ws.t()).numpy(),
+                                       xs.numpy().astype(np.float64) @ ws.numpy().T, rtol=tol,
+                                       atol=atol)
+            # a batch: bmm against transposed matrices, and a 3-D input to linear
+            xb = rng.standard_normal((3, m, k)).astype(dtype)
+            wb = rng.standard_normal((3, n, k)).astype(dtype)
+            got = ember.bmm(ember.from_numpy(xb), ember.from_numpy(wb).transpose(1, 2)).numpy()
+            np.testing.assert_allclose(got, xb.astype(np.float64) @ wb.transpose(0, 2, 1),
+                                       rtol=tol, atol=atol)
+    # non-finite values stay in their own row and column
+    x = np.ones((4, 256), dtype)
+    x[1, 7] = np.inf
+    w = np.ones((6, 256), dtype)
+    w[4, 200] = np.nan
+    got = (ember.from_numpy(x) @ ember.from_numpy(w).t()).numpy()
+    bad = ~np.isfinite(got)
+    assert bad[1].all() and bad[:, 4].all() and bad.sum() == 6 + 4 - 1, bad
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("capability", ["default", "best"])
+def test_skinny_gemm(capability):
+    # Note [Skinny GEMM]: a few rows of a against b stored n x k (Linear's layout) run as
+    # folded dot products. Each CPU capability has its own vector width and fold network
+    # (4/2 lanes at baseline, 8/4 with AVX2), so the same checks run under each.
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ)
+    if capability == "default":
+        env["EMBER_CPU_CAPABILITY"] = "default"
+    out = subprocess.run([sys.executable, "-c", _SKINNY_SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+
+
 @pytest.fixture
 def no_blas():
     """Routes float32/float64 through the C++ fallback kernel, as without a BLAS."""

@@ -19,6 +19,7 @@ namespace ember {
 DispatchStub<GemmKernel> gemm_stub("matmul");
 DispatchStub<GemmBiasKernel> gemm_bias_stub("matmul");
 DispatchStub<SmallGemmKernel> small_gemm_stub("small_gemm");
+DispatchStub<SkinnyGemmKernel> skinny_gemm_stub("skinny_gemm");
 DispatchStub<TrilTriuKernel> tril_triu_stub("tril/triu");
 DispatchStub<TraceKernel> trace_stub("trace");
 

@@ -211,6 +211,11 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
       m > 1 && n > 1 && m <= kSmallGemmMax && n <= kSmallGemmMax && k <= kSmallGemmMax
           ? small_gemm_stub.fns[int(DeviceType::CPU)]
           : nullptr;
+  // Note [Skinny GEMM]: a few rows of a against Linear's weight (b stored n x k) as dot
+  // products of contiguous rows, without the BLAS's packing.
+  const SkinnyGemmKernel skinny = !small && n > 1 && !la.trans && lb.trans && skinny_gemm_pays(m, k)
+                                      ? skinny_gemm_stub.fns[int(DeviceType::CPU)]
+                                      : nullptr;
   // Note [GEMM over the pool]: with several threads, a GEMM big enough for the BLAS to
   // thread is split into column (or row) panels of C, one single-threaded BLAS call per
   // panel on ember's pool (blas::SerialScope). The BLAS's own threads wait for each
@@ -245,10 +250,18 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
                 lc.ld);
         } else if (by_cols) {  // C[:, p0:p0+pl] = op(A) op(B)[:, p0:p0+pl]
           B0 += lb.trans ? p0 * lb.ld : p0;
+          if (skinny) {
+            skinny(c.dtype(), m, pl, k, alpha, A0, la.ld, B0, lb.ld, beta, C0 + p0, lc.ld);
+            continue;
+          }
           blas::gemm_serial(la.trans, lb.trans, m, pl, k, alpha, A0, la.ld, B0, lb.ld, beta,
                             C0 + p0, lc.ld);
         } else {  // C[p0:p0+pl, :] = op(A)[p0:p0+pl, :] op(B)
           A0 += la.trans ? p0 : p0 * la.ld;
+          if (skinny) {
+            skinny(c.dtype(), pl, n, k, alpha, A0, la.ld, B0, lb.ld, beta, C0 + p0 * lc.ld, lc.ld);
+            continue;
+          }
           blas::gemm_serial(la.trans, lb.trans, pl, n, k, alpha, A0, la.ld, B0, lb.ld, beta,
                             C0 + p0 * lc.ld, lc.ld);
         }
@@ -280,6 +293,8 @@ void gemm_blas(const Tensor& c, const Tensor& a, const Tensor& b, Scalar beta_s,
       }
     } else if (small) {
       small(c.dtype(), la.trans, lb.trans, m, n, k, alpha, A0, la.ld, B0, lb.ld, beta, C0, lc.ld);
+    } else if (skinny) {
+      skinny(c.dtype(), m, n, k, alpha, A0, la.ld, B0, lb.ld, beta, C0, lc.ld);
     } else {
       blas::gemm(la.trans, lb.trans, m, n, k, alpha, A0, la.ld, B0, lb.ld, beta, C0, lc.ld);
     }

@@ -67,6 +67,21 @@ using SmallGemmKernel = void (*)(DType dt, bool ta, bool tb, int64_t m, int64_t 
                                  int64_t ldb, double beta, void* c, int64_t ldc);
 extern DispatchStub<SmallGemmKernel> small_gemm_stub;
 
+/// c (m x n, row stride ldc) = alpha * a @ b^T + beta * c for one float32 or float64 (`dt`)
+/// matrix, where a is m x k and b is n x k, both row-major with unit column stride (row
+/// strides lda, ldb): every element of c is the dot product of two contiguous rows, which
+/// is Linear's forward layout (x @ weight^T). With beta == 0, c is not read. The BLAS path
+/// of gemm_stub calls it where skinny_gemm_pays (Note [Skinny GEMM] in small_gemm.cpp).
+using SkinnyGemmKernel = void (*)(DType dt, int64_t m, int64_t n, int64_t k, double alpha,
+                                  const void* a, int64_t lda, const void* b, int64_t ldb,
+                                  double beta, void* c, int64_t ldc);
+extern DispatchStub<SkinnyGemmKernel> skinny_gemm_stub;
+/// Where skinny_gemm_stub beats the BLAS's packed kernels (measured against OpenBLAS at one
+/// thread; Note [Skinny GEMM]): a few rows against a long k.
+inline bool skinny_gemm_pays(int64_t m, int64_t k) {
+  return m >= 2 && ((m <= 4 && k >= 128) || (m <= 8 && k >= 256));
+}
+
 /// out <- tril(in, diagonal) (upper = false) or triu(in, diagonal); equal shapes, >= 2-D;
 /// out may be in itself (in-place).
 using TrilTriuKernel = void (*)(const Tensor& out, const Tensor& in, bool upper, int64_t diagonal);
