@@ -188,6 +188,16 @@ def _short_rows(op):
     return make
 
 
+def _dropout(op):
+    # Note [Vector Philox]: dropout's mask, 1024 x 768 floats (training mode)
+    def make(lib):
+        x = _arr(lib, (1024, 768))
+        F = lib.nn.functional
+        return {"bernoulli_": lambda: x.bernoulli_(0.9),
+                "dropout": lambda: F.dropout(x, 0.1, True)}[op]
+    return make
+
+
 CASES = {
     "cross_entropy 256x1000 fwd+bwd": _cross_entropy,
     "nll_loss(log_softmax) 256x1000 fwd+bwd": _nll,
@@ -227,6 +237,8 @@ CASES = {
     "sum [1M, 4] dim 1": _short_rows("sum"),
     "amax [1M, 4] dim 1": _short_rows("amax"),
     "max [1M, 4] dim 1 (values, indices)": _short_rows("max"),
+    "bernoulli_(0.9) 1024x768": _dropout("bernoulli_"),
+    "F.dropout(p=0.1) 1024x768": _dropout("dropout"),
 }
 
 

@@ -141,17 +141,7 @@ void random_kernel(const Tensor& out, const RandomArgs& a) {
   });
 }
 
-void bernoulli_scalar_kernel(const Tensor& out, const RandomArgs& a) {
-  const double p = a.a;
-  dispatch_all(out.dtype(), "bernoulli_", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    fill_blocks<T, 2>(out, a, [&](const philox::Block& k, T* v) {
-      for (int l = 0; l < 2; ++l)
-        v[l] = from_int64<T>(philox::to_unit_double(k.w[2 * l], k.w[2 * l + 1]) < p);
-    });
-  });
-}
-
+// bernoulli_ with a scalar p runs on vectors of blocks: random_vec.cpp.
 void bernoulli_tensor_kernel(const Tensor& out, const Tensor& p, const RandomArgs& a) {
   const double* pp = p.data<double>();
   dispatch_all(out.dtype(), "bernoulli_", [&](auto tag) {
@@ -240,7 +230,6 @@ EMBER_REGISTER_CPU_KERNELS(random) {
   random_stubs[int(Dist::Uniform)].fns[cpu] = &uniform_kernel;
   random_stubs[int(Dist::Normal)].fns[cpu] = &normal_kernel;
   random_stubs[int(Dist::Random)].fns[cpu] = &random_kernel;
-  random_stubs[int(Dist::Bernoulli)].fns[cpu] = &bernoulli_scalar_kernel;
   random_stubs[int(Dist::Exponential)].fns[cpu] = &exponential_kernel;
   bernoulli_tensor_stub.fns[cpu] = &bernoulli_tensor_kernel;
   multinomial_stub.fns[cpu] = &multinomial_kernel;
