@@ -763,15 +763,8 @@ def test_skinny_gemm(capability):
     # Note [Skinny GEMM]: a few rows of a against b stored n x k (Linear's layout) run as
     # folded dot products. Each CPU capability has its own vector width and fold network
     # (4/2 lanes at baseline, 8/4 with AVX2), so the same checks run under each.
-    import os
-    import subprocess
-    import sys
-    env = dict(os.environ)
-    if capability == "default":
-        env["EMBER_CPU_CAPABILITY"] = "default"
-    out = subprocess.run([sys.executable, "-c", _SKINNY_SCRIPT], env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+    from child_env import run_at_capability
+    assert run_at_capability(_SKINNY_SCRIPT, capability).strip() == "ok"
 
 
 @pytest.fixture

@@ -399,12 +399,5 @@ def test_vector_bernoulli_matches_the_scalar_stream(capability):
     # kernel with a constant p draws the same stream), for every size around the vector width
     # and the two-element blocks, every p edge, dtype and thread count, and under each CPU
     # capability's vector width.
-    import os
-    import subprocess
-    import sys
-    env = dict(os.environ)
-    if capability == "default":
-        env["EMBER_CPU_CAPABILITY"] = "default"
-    out = subprocess.run([sys.executable, "-c", _VECTOR_BERNOULLI], env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+    from child_env import run_at_capability
+    assert run_at_capability(_VECTOR_BERNOULLI, capability).strip() == "ok"
