@@ -502,7 +502,7 @@ def _half_values(n, rng):
 
 @pytest.mark.parametrize("capability", ["default", "best"])
 def test_float16_chunked_loops(capability):
-    # Note [Half loops]: contiguous float16 loops convert chunks of 256 through float buffers
+    # Note [Half loops]: contiguous float16 loops convert chunks of 128 through float buffers
     # (eight at a time with F16C). Lengths around the chunk and vector widths, every contiguous
     # case of the binary loop (two spans, a scalar on either side), a bool output, casts both
     # ways (float32 and others), and strided operands must all give NumPy's float16 results.
@@ -517,7 +517,7 @@ def eq(got, want):
     got, want = np.asarray(got), np.asarray(want)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     assert np.array_equal(got, want, equal_nan=True), np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want))))[:5]
-for n in [0, 1, 7, 8, 9, 255, 256, 257, 1000, 4099]:
+for n in [0, 1, 7, 8, 9, 127, 128, 129, 255, 256, 257, 1000, 4099]:
     an, bn = _half_values(n, rng), _half_values(n, rng)[::-1].copy()
     a, b = ember.from_numpy(an), ember.from_numpy(bn)
     with np.errstate(all="ignore"):
