@@ -49,9 +49,9 @@ inline void philox_blocks(uint64_t seed, uint64_t counter, U (&w)[4]) {
   U ctr = U{} + counter;
   for (int j = 0; j < kBlocks; ++j) ctr[j] += uint64_t(j);
   U c0 = ctr & low, c1 = ctr >> 32, c2 = U{}, c3 = U{};
-  const U m0 = U{} + 0xD2511F53u, m1 = U{} + 0xCD9E8D57u;
+  const U m0 = U{} + philox::kMul0, m1 = U{} + philox::kMul1;
   uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-  for (int r = 0; r < 10; ++r) {
+  for (int r = 0; r < philox::kRounds; ++r) {
     const U p0 = mul_lo32(c0, m0), p1 = mul_lo32(c2, m1);
     const U n0 = (p1 >> 32) ^ c1 ^ uint64_t(k0);
     const U n2 = (p0 >> 32) ^ c3 ^ uint64_t(k1);
@@ -59,8 +59,8 @@ inline void philox_blocks(uint64_t seed, uint64_t counter, U (&w)[4]) {
     c3 = p0 & low;
     c0 = n0;
     c2 = n2;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += philox::kWeyl0;
+    k1 += philox::kWeyl1;
   }
   w[0] = c0;
   w[1] = c1;
