@@ -11,6 +11,7 @@ cudaMalloc calls (segments allocated) of 20 more steps: a warm caching allocator
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -155,8 +156,12 @@ def main():
     print(f"bench_cuda: timing ember from {where}")
     cases = [k for k in CASES if not args.cases or any(s in k for s in args.cases)]
     ours = run(sys.executable, "ember", cases)
-    candidates = (os.environ.get("TORCH_PYTHON", ""), "/work/torchvenv/bin/python", "/usr/bin/python3")
-    torch_py = next((p for p in candidates if p and os.path.exists(p)), None)
+    # the first interpreter (a path or a name on PATH) that imports torch
+    candidates = (os.environ.get("TORCH_PYTHON", ""), sys.executable, "/work/torchvenv/bin/python",
+                  "/usr/bin/python3")
+    torch_py = next((p for p in (shutil.which(c) for c in candidates if c)
+                     if p and subprocess.run([p, "-c", "import torch"], capture_output=True).returncode == 0),
+                    None)
     theirs = run(torch_py, "torch", cases) if torch_py else {k: "n/a" for k in cases}
     w = max(len(k) for k in cases) + 2
     print(f"{'case':<{w}}{'ember':>28}{'PyTorch':>28}{'ember/torch time':>18}")

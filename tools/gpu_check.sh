@@ -19,7 +19,12 @@
 # --only-failed reads stays in build/gpu_check/ on the machine.
 #
 # Options: --dry-run, --only-failed, --no-build (reuse the installed build), --no-bench,
-#          --no-memcheck, --tests "ARGS" (pytest arguments instead of the whole suite).
+#          --no-memcheck, --no-cpp-tests (no GoogleTest build: a faster build),
+#          --tests "ARGS" (pytest arguments instead of the whole suite, shell-quoted:
+#          --tests "-n 14 tests -k 'cuda or pin_memory'").
+# A test whose kernel faults (an illegal address...) is written to build/gpu_check/faults.txt
+# (Note [Sticky CUDA errors in the suite], tests/conftest.py) and rerun alone under memcheck,
+# which names the faulting kernel; the summary lists both.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -30,7 +35,7 @@ STATE=$ROOT/build/gpu_check
 WHL=${EMBER_GPU_WHL:-$ROOT/.whl}
 OUT=${OUT:-$STATE/out}
 
-dry=0 only_failed=0 build=1 bench=1 memcheck=1 tests_args=""
+dry=0 only_failed=0 build=1 bench=1 memcheck=1 cpp_tests=1 tests_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
@@ -38,6 +43,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --no-bench) bench=0 ;;
     --no-memcheck) memcheck=0 ;;
+    --no-cpp-tests) cpp_tests=0 ;;
     --tests) tests_args=$2; shift ;;
     -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -89,7 +95,7 @@ MEMCHECK=(
 OUT_FILES=(summary.md env.txt build.log tests.log junit.xml memcheck.log quickstart.log bench.log)
 BUILD_ENV=(EMBER_CUDA=ON EMBER_CUDA_ARCH=90 EMBER_BUILD_TESTS=AUTO "CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)")
 BUILD_CMD=("$PY" -m pip install --no-build-isolation --no-deps --no-index -v .)
-TEST_CMD=("$PY" -m pytest -n 8 -p no:cacheprovider -q -rs --timeout=120 tests
+TEST_CMD=("$PY" -m pytest -n 8 -p no:cacheprovider -q -rs --timeout=120 --max-worker-restart=1000 tests
           --ignore=tests/test_format.py --junitxml="$OUT/junit.xml")
 
 elapsed() { echo $(($(date +%s) - START)); }
@@ -195,6 +201,8 @@ fi
 # --- on the GPU machine ---------------------------------------------------------------------
 mkdir -p "$OUT" "$STATE"
 : >"$STATE/steps"
+: >"$STATE/faults.txt"
+export EMBER_CUDA_FAULT_LOG=$STATE/faults.txt
 for f in "${OUT_FILES[@]}"; do [ "$f" = junit.xml ] || : >"$OUT/$f"; done
 {
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed files"
@@ -203,7 +211,8 @@ for f in "${OUT_FILES[@]}"; do [ "$f" = junit.xml ] || : >"$OUT/$f"; done
   echo "c++: $(c++ --version | head -1)"
   echo "nvcc: $(nvcc --version 2>/dev/null | tail -1 || echo 'not on PATH')"
   echo "torch: $("$PY" -c 'import torch; print(torch.__version__, torch.cuda.is_available())' 2>&1 | tail -1)"
-  echo "cores: $(nproc)"
+  echo "cores: $(nproc); vm.overcommit_memory $(cat /proc/sys/vm/overcommit_memory 2>/dev/null)"
+  echo "compilers: CXX=${CXX:-unset} g++=$(command -v g++) c++=$(command -v c++); $(ls /opt/gcc/lib* 2>/dev/null | grep -c stdc) libstdc++ files under /opt/gcc"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 command -v nvcc >/dev/null || export PATH=$PATH:/usr/local/cuda/bin
@@ -216,7 +225,8 @@ if [ $build -eq 1 ]; then
   else
     say "no .whl/wheels: run tools/gpu_prepare.sh here and carry .whl"
   fi
-  if [ ! -f /tmp/gtest/lib/cmake/GTest/GTestConfig.cmake ] && [ -f "$WHL/googletest.tar.gz" ]; then
+  [ $cpp_tests -eq 0 ] && BUILD_ENV=("${BUILD_ENV[@]/EMBER_BUILD_TESTS=AUTO/EMBER_BUILD_TESTS=OFF}")
+  if [ $cpp_tests -eq 1 ] && [ ! -f /tmp/gtest/lib/cmake/GTest/GTestConfig.cmake ] && [ -f "$WHL/googletest.tar.gz" ]; then
     rm -rf /tmp/gtest-src && mkdir -p /tmp/gtest-src && tar -xzf "$WHL/googletest.tar.gz" -C /tmp/gtest-src
     step "googletest" 90 "$OUT/build.log" bash -c "cmake -S /tmp/gtest-src/googletest -B /tmp/gtest-build \
       -DCMAKE_INSTALL_PREFIX=/tmp/gtest -DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON >/dev/null \
@@ -243,18 +253,20 @@ step "one-runtime test" 60 "$OUT/tests.log" "$PY" -m pytest -q -p no:cacheprovid
 if [ $only_failed -eq 1 ] && [ -s "$STATE/failed_modules" ]; then
   mapfile -t mods <"$STATE/failed_modules"
   say "rerunning the modules that failed last time: ${mods[*]}"
-  TEST_CMD=("$PY" -m pytest -n 8 -p no:cacheprovider -q -rs --timeout=120 "${mods[@]}" --junitxml="$OUT/junit.xml")
+  TEST_CMD=("$PY" -m pytest -n 8 -p no:cacheprovider -q -rs --timeout=120 --max-worker-restart=1000
+            "${mods[@]}" --junitxml="$OUT/junit.xml")
   bench=0
 elif [ -n "$tests_args" ]; then
-  # shellcheck disable=SC2206
-  TEST_CMD=("$PY" -m pytest -p no:cacheprovider -q -rs $tests_args --junitxml="$OUT/junit.xml")
+  TEST_CMD=("$PY" -m pytest -p no:cacheprovider -q -rs --max-worker-restart=1000)
+  eval "TEST_CMD+=($tests_args)"
+  TEST_CMD+=(--junitxml="$OUT/junit.xml")
 fi
 # 4. memcheck and 5. the quickstart run beside the suite (which takes 8 of the 16 cores), so
 # that a slow build cannot push them out of the budget; the benchmark runs alone afterwards.
 side() {
   if [ $memcheck -eq 1 ] && command -v compute-sanitizer >/dev/null; then
     step "memcheck (${#MEMCHECK[@]} tests)" 200 "$OUT/memcheck.log" compute-sanitizer --tool memcheck \
-      --error-exitcode 86 --print-limit 50 "$PY" -m pytest -q -p no:cacheprovider "${MEMCHECK[@]}"
+      --report-api-errors no --error-exitcode 86 --print-limit 50 "$PY" -m pytest -q -p no:cacheprovider "${MEMCHECK[@]}"
     grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck.log" | tail -3
   elif [ $memcheck -eq 1 ]; then
     echo "compute-sanitizer not found" >"$OUT/memcheck.log"
@@ -272,11 +284,36 @@ tail -3 "$OUT/tests.log"
 "$PY" tools/gpu_check_summary.py "$OUT" --failed-modules "$STATE/failed_modules" >/dev/null 2>&1
 wait $side_pid
 
+# 4b. each test that left the CUDA context broken, alone under memcheck (8 at once, the first
+# 16): memcheck names the kernel and the address
+if [ $memcheck -eq 1 ] && [ -s "$STATE/faults.txt" ] && command -v compute-sanitizer >/dev/null; then
+  mapfile -t culprits < <(cut -f1 "$STATE/faults.txt" | head -16)
+  say "memcheck over the ${#culprits[@]} tests that faulted"
+  run_culprit() {
+    timeout -s INT --kill-after=10 "$1" compute-sanitizer --tool memcheck --report-api-errors no \
+      --print-limit 4 "$PY" -m pytest -q -p no:cacheprovider -x "$2" >"$STATE/culprit_$3.log" 2>&1
+  }
+  secs=$(($(left) - 40)); [ $secs -gt 150 ] && secs=150
+  if [ $secs -gt 20 ]; then
+    i=0
+    for c in "${culprits[@]}"; do
+      run_culprit "$secs" "$c" "$i" &
+      i=$((i + 1))
+      [ $((i % 8)) -eq 0 ] && wait
+    done
+    wait
+    for f in "$STATE"/culprit_*.log; do
+      { echo "### ${f##*/}"; grep -E "^=+ |passed|failed" "$f" | grep -v "Host Frame\|^=+ *$" | head -30; } >>"$OUT/memcheck.log"
+    done
+  fi
+fi
+
 # 6. the GPU benchmark, ember against that machine's PyTorch
 if [ $bench -eq 1 ]; then
   (cd /tmp && step "bench_cuda" 120 "$OUT/bench.log" env TORCH_PYTHON="$PY" "$PY" "$ROOT/benchmarks/bench_cuda.py")
 fi
 
-"$PY" tools/gpu_check_summary.py "$OUT" --steps "$STATE/steps" --bench "$OUT/bench.log" >"$OUT/summary.md" 2>&1
+"$PY" tools/gpu_check_summary.py "$OUT" --steps "$STATE/steps" --bench "$OUT/bench.log" \
+  --faults "$STATE/faults.txt" >"$OUT/summary.md" 2>&1
 cat "$OUT/summary.md"
 say "done"

@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--steps", type=Path)
     ap.add_argument("--bench", type=Path)
     ap.add_argument("--failed-modules", type=Path)
+    ap.add_argument("--faults", type=Path, help="the tests that left the CUDA context broken")
     a = ap.parse_args()
     counts, skips, failures = read_junit(a.out / "junit.xml")
     if a.failed_modules:
@@ -89,11 +90,25 @@ def main():
         for mod, name, msg in failures[:60]:
             w(f"- {mod}::{name}: {msg}\n")
         w("\n")
+    if a.faults and a.faults.exists() and a.faults.stat().st_size:
+        lines = a.faults.read_text(errors="replace").splitlines()
+        w(f"## Kernel faults ({len(lines)} tests left the CUDA context broken; "
+          "Note [Sticky CUDA errors in the suite])\n\n" + "".join(f"- {ln.replace(chr(9), ': ', 1)}\n" for ln in lines) + "\n")
     memcheck = a.out / "memcheck.log"
     if memcheck.exists() and memcheck.stat().st_size:
         lines = [ln for ln in memcheck.read_text(errors="replace").splitlines()
                  if "ERROR SUMMARY" in ln or re.search(r"\d+ (passed|failed)", ln)]
         w("## memcheck\n\n" + "".join(f"    {ln}\n" for ln in lines[-3:]) + "\n")
+        # the first report of each faulting kernel (the culprit reruns under memcheck)
+        text = memcheck.read_text(errors="replace").splitlines()
+        seen = []
+        for i, ln in enumerate(text):
+            if re.match(r"=+ (Invalid|Out of range|Misaligned|Illegal)", ln):
+                block = " / ".join(x.strip("= ").strip() for x in text[i:i + 4] if x.strip("= "))
+                if block not in seen:
+                    seen.append(block)
+        if seen:
+            w("Faulting accesses (first of each):\n\n" + "".join(f"- {b}\n" for b in seen[:30]) + "\n")
     qs = a.out / "quickstart.log"
     if qs.exists() and qs.stat().st_size:
         w("## Quickstart on cuda\n\n" + "".join(f"    {ln}\n" for ln in qs.read_text().splitlines()[-4:]) + "\n")
