@@ -2,13 +2,13 @@
 choice between them, broadcast batches, empty inputs, PyTorch's gradients (zero distances
 included), errors, and a side-by-side run against PyTorch in a subprocess when it is there."""
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
@@ -198,8 +198,6 @@ def test_errors(device):
         ember.cdist(ember.ones(2, 3, 2, device=device), ember.ones(3, 3, 2, device=device))
 
 
-_TORCH = os.environ.get("TORCH_PYTHON", "/work/torchvenv/bin/python")
-
 _SCRIPT = textwrap.dedent("""
     import json, sys, numpy as np, torch
     cases = json.loads(sys.stdin.read())
@@ -215,7 +213,7 @@ _SCRIPT = textwrap.dedent("""
 
 
 def test_matches_pytorch():
-    if not os.path.exists(_TORCH):
+    if TORCH_PY is None:
         pytest.skip("no PyTorch interpreter")
     rng = np.random.default_rng(7)
     cases = []
@@ -225,7 +223,7 @@ def test_matches_pytorch():
             b = rng.integers(-2, 3, size=(1, 6, 3)).astype(np.float64)
             cases.append(dict(a=a.tolist(), b=b.tolist(), p=p, mode=mode,
                               g=rng.normal(size=(2, 28, 6)).tolist()))
-    r = subprocess.run([_TORCH, "-c", _SCRIPT], input=json.dumps(cases), capture_output=True,
+    r = subprocess.run([TORCH_PY, "-c", _SCRIPT], input=json.dumps(cases), capture_output=True,
                        text=True, timeout=300)
     # PyTorch is present: its script failing is a test failure, not a reason to skip
     assert r.returncode == 0, f"PyTorch subprocess failed: {r.stderr[-300:]}"

@@ -268,12 +268,15 @@ def test_uncaught_errors_exit_without_hanging(persistent):
                 raise ValueError("error in the training loop")
     """)
     assert r.returncode == 1 and "error in the training loop" in r.stderr
+    # 10**14 int64 (800 TB) is refused on every machine: more than x86-64's 128 TB of user
+    # address space. (10**10, 80 GB, was granted on a 128 GB GPU host and filled until the
+    # kernel's OOM killer ended processes of other tests.)
     r = _run("""
         class Eager(Sampler):  # draws everything up front, as ember's samplers once did
             def __iter__(self):
-                return iter(ember.randint(0, 100, (10**10,), dtype=ember.int64).tolist())
+                return iter(ember.randint(0, 100, (10**14,), dtype=ember.int64).tolist())
             def __len__(self):
-                return 10**10
+                return 10**14
         ds = TensorDataset(ember.randn(100, 4), ember.arange(100))
         for b in DataLoader(ds, batch_size=8, sampler=Eager(), num_workers=2):
             pass

@@ -5,6 +5,7 @@ import os
 import subprocess
 
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 from ember.utils.data import (
@@ -15,8 +16,6 @@ from ember.utils.data import (
     default_collate,
     random_split,
 )
-
-TORCH_PY = next((p for p in ("/work/torchvenv/bin/python", "/usr/bin/python3") if os.path.exists(p)), None)
 
 SCRIPT = r"""
 import json, collections, math

@@ -74,8 +74,9 @@ def test_sort_row_lengths(dtype_name, descending):
         rows = 3 if n <= 5000 else 1
         x = make((rows, n), dtype_name, rng, special=True)
         for stable in (True, False):
-            check_pair(lambda t: ember.sort(t, -1, descending, stable=stable), x, 1,
-                       stable or not tied(dtype_name),
+            # unstable: the indices of tied values (0.0 and -0.0 among the special values
+            # of every float dtype) may come in any order
+            check_pair(lambda t: ember.sort(t, -1, descending, stable=stable), x, 1, stable,
                        what=f"sort {dtype_name} n={n} desc={descending} stable={stable}")
     # several long rows: the radix sort by key, then by row
     x = make((3, 6000), dtype_name, rng, special=True)

@@ -9,12 +9,11 @@ from bisect import bisect_right
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 from ember import optim
 from ember.optim import lr_scheduler as S
-
-TORCH_PYTHON = "/work/torchvenv/bin/python"
 
 
 def _opt(lr=0.1, cls=optim.SGD, groups=1, **kw):
@@ -435,8 +434,8 @@ TORCH_CONFIGS = [
 
 def test_matches_pytorch():
     """lr (and momentum / beta1) of every step agree with PyTorch's schedulers."""
-    if not os.path.exists(TORCH_PYTHON):
-        pytest.skip("PyTorch is not installed at " + TORCH_PYTHON)
+    if TORCH_PY is None:
+        pytest.skip("PyTorch is not installed")
     src = f"""
 import torch
 out = []
@@ -454,7 +453,7 @@ for name, kw, opt_name in {TORCH_CONFIGS!r}:
     out.append(rows)
 print(repr(out))
 """
-    r = subprocess.run([TORCH_PYTHON, "-c", src], capture_output=True, text=True,
+    r = subprocess.run([TORCH_PY, "-c", src], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=""), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     want = eval(r.stdout.strip().splitlines()[-1])

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 import ember.nn as nn
@@ -331,11 +332,9 @@ def test_inplace_node_names(name):
 
 def test_node_names_match_torch():
     """The NODES / INPLACE_NODES tables against PyTorch, run in a subprocess."""
-    import os
     import subprocess
-    torch_python = "/work/torchvenv/bin/python"
-    if not os.path.exists(torch_python):
-        pytest.skip("PyTorch is not installed at " + torch_python)
+    if TORCH_PY is None:
+        pytest.skip("PyTorch is not installed")
     code = """
 import torch, torch.nn.functional as F
 x = torch.linspace(-5, 5, 37, dtype=torch.double, requires_grad=True)
@@ -359,7 +358,7 @@ for k, f in fs.items():
     g, = torch.autograd.grad(y.sum(), x, create_graph=True)
     print(k, y.grad_fn.name(), g.grad_fn.name() if g.grad_fn is not None else None)
 """
-    out = subprocess.run([torch_python, "-c", code], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([TORCH_PY, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     for line in out.stdout.strip().splitlines():
         k, node, node2 = line.split()

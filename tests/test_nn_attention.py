@@ -3,6 +3,7 @@ path), multi_head_attention_forward, and (after nn.Module lands) MultiheadAttent
 and the transformer encoder."""
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 import ember.nn.functional as F
@@ -400,13 +401,12 @@ print(json.dumps(res))
 """
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/work/torchvenv/bin/python"),
-                    reason="PyTorch not installed")
+@pytest.mark.skipif(TORCH_PY is None, reason="PyTorch not installed")
 def test_mha_and_transformer_encoder_against_torch():
     import json
     import os
     import subprocess
-    r = subprocess.run(["/work/torchvenv/bin/python", "-c", _TORCH_TRANSFORMER],
+    r = subprocess.run([TORCH_PY, "-c", _TORCH_TRANSFORMER],
                        capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, PYTHONPATH=""))
     assert r.returncode == 0, r.stderr[-2000:]

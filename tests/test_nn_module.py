@@ -6,6 +6,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 import ember.nn as nn
@@ -835,10 +836,8 @@ def test_containers_state_dict_round_trip():
 
 def test_module_with_torch_subprocess_reprs_match():
     """Where PyTorch is installed, compare container reprs with it (ember.* -> torch.*)."""
-    import os
     import subprocess
-    torch_py = "/work/torchvenv/bin/python"
-    if not os.path.exists(torch_py):
+    if TORCH_PY is None:
         pytest.skip("PyTorch not installed")
     code = (
         "import torch, torch.nn as nn\n"
@@ -846,7 +845,7 @@ def test_module_with_torch_subprocess_reprs_match():
         "ml = nn.ModuleList([nn.ReLU(), nn.ReLU(), nn.Sequential(nn.ReLU())])\n"
         "print(repr(pl)); print('---'); print(repr(ml))\n")
     try:
-        out = subprocess.run([torch_py, "-c", code], capture_output=True, text=True, timeout=120)
+        out = subprocess.run([TORCH_PY, "-c", code], capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
         pytest.skip("PyTorch too slow to start")
     if out.returncode != 0:
@@ -985,13 +984,12 @@ def test_same_behaviour_as_torch(tmp_path):
     import os
     import subprocess
     import sys
-    torch_py = "/work/torchvenv/bin/python"
-    if not os.path.exists(torch_py):
+    if TORCH_PY is None:
         pytest.skip("PyTorch not installed")
     script = tmp_path / "scenario.py"
     script.write_text(_SCENARIO)
     try:
-        ref = subprocess.run([torch_py, str(script), "torch"], capture_output=True, text=True, timeout=300)
+        ref = subprocess.run([TORCH_PY, str(script), "torch"], capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
         pytest.skip("PyTorch too slow to start")
     if ref.returncode != 0 or "Traceback" in ref.stderr:

@@ -101,8 +101,8 @@ def test_max_pool2d(device, rng, kw, dtype):
     x = rng.standard_normal((2, 3, 9, 8))
     out, idx = F.max_pool2d(t(x, device, dtype), return_indices=True, **kw)
     ref, ridx = np_max_pool2d(x, *_norm(kw))
-    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-6)
-    np.testing.assert_array_equal(idx.numpy(), ridx)
+    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-6)
+    np.testing.assert_array_equal(idx.cpu().numpy(), ridx)
     assert idx.dtype == ember.int64
 
 
@@ -116,16 +116,16 @@ def test_max_pool2d_grad(device, rng, kw):
 def test_max_pool_nan_unbatched_and_1d(device, rng):
     x = np.array([[[1.0, np.nan, 3.0, 0.5]]])
     out = F.max_pool1d(t(x, device), 2)
-    assert np.isnan(out.numpy()[0, 0, 0]) and out.numpy()[0, 0, 1] == 3.0
+    assert np.isnan(out.cpu().numpy()[0, 0, 0]) and out.cpu().numpy()[0, 0, 1] == 3.0
     x = rng.standard_normal((3, 10))
     out, idx = F.max_pool1d(t(x, device), 3, stride=2, padding=1, return_indices=True)
     ref, ridx = np_max_pool2d(x[None, :, None, :], (1, 3), (1, 2), (0, 1), (1, 1), False)
-    np.testing.assert_allclose(out.numpy(), ref[0, :, 0])
-    np.testing.assert_array_equal(idx.numpy(), ridx[0, :, 0])
+    np.testing.assert_allclose(out.cpu().numpy(), ref[0, :, 0])
+    np.testing.assert_array_equal(idx.cpu().numpy(), ridx[0, :, 0])
     xe = t(rng.permutation(24).reshape(2, 2, 6) / 7.0, device, grad=True)
     assert gradgradcheck(lambda a: F.max_pool1d(a, 2, dilation=2), (xe,))
     x = rng.standard_normal((3, 6, 6))
-    np.testing.assert_allclose(F.max_pool2d(t(x, device), 2).numpy(),
+    np.testing.assert_allclose(F.max_pool2d(t(x, device), 2).cpu().numpy(),
                                np_max_pool2d(x[None], (2, 2), (2, 2), (0, 0), (1, 1), False)[0][0])
 
 
@@ -146,7 +146,7 @@ def test_avg_pool2d(device, rng, kw):
     k, s, p, _, ceil = _norm(kw)
     ref = np_avg_pool2d(x, k, s, p, ceil, kw.get("count_include_pad", True),
                         kw.get("divisor_override"))
-    np.testing.assert_allclose(out.numpy(), ref, atol=1e-12)
+    np.testing.assert_allclose(out.cpu().numpy(), ref, atol=1e-12)
     xe = t(x[:1, :2], device, grad=True)
     assert gradcheck(lambda a: F.avg_pool2d(a, **kw), (xe,))
     assert gradgradcheck(lambda a: F.avg_pool2d(a, **kw), (xe,))
@@ -156,20 +156,20 @@ def test_avg_pool1d(device, rng):
     x = rng.standard_normal((2, 3, 11))
     out = F.avg_pool1d(t(x, device), 4, stride=3, padding=2, count_include_pad=False)
     ref = np_avg_pool2d(x[:, :, None, :], (1, 4), (1, 3), (0, 2), False, False)[:, :, 0]
-    np.testing.assert_allclose(out.numpy(), ref, atol=1e-12)
+    np.testing.assert_allclose(out.cpu().numpy(), ref, atol=1e-12)
     assert F.avg_pool1d(t(x[0], device), 2).shape == (3, 5)
 
 
 @pytest.mark.parametrize("osz", [(1, 1), (3, 3), (4, 5), (7, 2)])
 def test_adaptive_pools(device, rng, osz):
     x = rng.standard_normal((2, 3, 7, 9))
-    np.testing.assert_allclose(F.adaptive_avg_pool2d(t(x, device), osz).numpy(),
+    np.testing.assert_allclose(F.adaptive_avg_pool2d(t(x, device), osz).cpu().numpy(),
                                np_adaptive(x, osz, np.mean), atol=1e-12)
     out, idx = F.adaptive_max_pool2d(t(x, device), osz, return_indices=True)
-    np.testing.assert_allclose(out.numpy(), np_adaptive(x, osz, np.max))
+    np.testing.assert_allclose(out.cpu().numpy(), np_adaptive(x, osz, np.max))
     flat = x.reshape(2, 3, -1)
-    np.testing.assert_allclose(np.take_along_axis(flat, idx.numpy().reshape(2, 3, -1), 2),
-                               out.numpy().reshape(2, 3, -1))
+    np.testing.assert_allclose(np.take_along_axis(flat, idx.cpu().numpy().reshape(2, 3, -1), 2),
+                               out.cpu().numpy().reshape(2, 3, -1))
     xe = t(x[:1, :1], device, grad=True)
     assert gradgradcheck(lambda a: F.adaptive_avg_pool2d(a, osz), (xe,))
     assert gradgradcheck(lambda a: F.adaptive_max_pool2d(a, osz), (xe,))
@@ -180,9 +180,9 @@ def test_adaptive_none_and_1d(device, rng):
     assert F.adaptive_avg_pool2d(t(x, device), (None, 4)).shape == (2, 3, 7, 4)
     assert F.adaptive_avg_pool2d(t(x, device), 5).shape == (2, 3, 5, 5)
     y = rng.standard_normal((2, 4, 10))
-    np.testing.assert_allclose(F.adaptive_avg_pool1d(t(y, device), 3).numpy(),
+    np.testing.assert_allclose(F.adaptive_avg_pool1d(t(y, device), 3).cpu().numpy(),
                                np_adaptive(y[:, :, None], (1, 3), np.mean)[:, :, 0], atol=1e-12)
-    np.testing.assert_allclose(F.adaptive_max_pool1d(t(y, device), 4).numpy(),
+    np.testing.assert_allclose(F.adaptive_max_pool1d(t(y, device), 4).cpu().numpy(),
                                np_adaptive(y[:, :, None], (1, 4), np.max)[:, :, 0])
 
 
@@ -192,8 +192,8 @@ def test_max_unpool2d(device, rng):
     un = F.max_unpool2d(out, idx, 2)
     assert un.shape == (2, 3, 6, 6)
     ref = np.zeros((2, 3, 36))
-    np.put_along_axis(ref, idx.numpy().reshape(2, 3, -1), out.numpy().reshape(2, 3, -1), 2)
-    np.testing.assert_allclose(un.numpy(), ref.reshape(2, 3, 6, 6))
+    np.put_along_axis(ref, idx.cpu().numpy().reshape(2, 3, -1), out.cpu().numpy().reshape(2, 3, -1), 2)
+    np.testing.assert_allclose(un.cpu().numpy(), ref.reshape(2, 3, 6, 6))
     assert F.max_unpool2d(out, idx, 2, output_size=(7, 7)).shape == (2, 3, 7, 7)
     assert F.max_unpool2d(out, idx, 2, output_size=(2, 3, 7, 7)).shape == (2, 3, 7, 7)
     oe = out.detach().requires_grad_()
@@ -234,16 +234,16 @@ def test_pool_modules(device, rng):
     x = t(rng.standard_normal((2, 3, 8, 7)), device)
     m = nn.MaxPool2d(2)
     assert repr(m) == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
-    np.testing.assert_array_equal(m(x).numpy(), F.max_pool2d(x, 2).numpy())
+    np.testing.assert_array_equal(m(x).cpu().numpy(), F.max_pool2d(x, 2).cpu().numpy())
     out, idx = nn.MaxPool2d(3, 2, 1, return_indices=True, ceil_mode=True)(x)
-    np.testing.assert_array_equal(idx.numpy(), F.max_pool2d(x, 3, 2, 1, ceil_mode=True,
-                                                            return_indices=True)[1].numpy())
-    np.testing.assert_array_equal(nn.MaxUnpool2d(3, 2, 1)(out, idx, output_size=x.shape).numpy(),
-                                  F.max_unpool2d(out, idx, 3, 2, 1, output_size=x.shape).numpy())
+    np.testing.assert_array_equal(idx.cpu().numpy(), F.max_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                                            return_indices=True)[1].cpu().numpy())
+    np.testing.assert_array_equal(nn.MaxUnpool2d(3, 2, 1)(out, idx, output_size=x.shape).cpu().numpy(),
+                                  F.max_unpool2d(out, idx, 3, 2, 1, output_size=x.shape).cpu().numpy())
     a = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False, divisor_override=None)
     assert repr(a) == "AvgPool2d(kernel_size=3, stride=2, padding=1)"
-    np.testing.assert_allclose(a(x).numpy(), F.avg_pool2d(x, 3, 2, 1,
-                                                          count_include_pad=False).numpy())
+    np.testing.assert_allclose(a(x).cpu().numpy(), F.avg_pool2d(x, 3, 2, 1,
+                                                          count_include_pad=False).cpu().numpy())
     assert repr(nn.AdaptiveAvgPool2d((1, 1))) == "AdaptiveAvgPool2d(output_size=(1, 1))"
     assert nn.AdaptiveAvgPool2d((None, 2))(x).shape == (2, 3, 8, 2)
     o, i = nn.AdaptiveMaxPool2d(3, return_indices=True)(x)
@@ -289,11 +289,11 @@ def test_regular_windows_max(device, rng, kw, dtype):
     out, idx = F.max_pool2d(xe, return_indices=True, **kw)
     ref, ridx = np_max_pool2d(x, *_norm(kw))
     tol = 1e-6 if dtype == ember.float32 else 1e-12
-    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=tol)
-    np.testing.assert_array_equal(idx.numpy(), ridx)
+    np.testing.assert_allclose(out.detach().cpu().numpy(), ref, rtol=tol)
+    np.testing.assert_array_equal(idx.cpu().numpy(), ridx)
     g = rng.standard_normal(ref.shape)
     out.backward(t(g, device, dtype))
-    np.testing.assert_allclose(xe.grad.numpy(), _np_max_grad(x.shape, ridx, g), rtol=tol,
+    np.testing.assert_allclose(xe.grad.cpu().numpy(), _np_max_grad(x.shape, ridx, g), rtol=tol,
                                atol=tol)
 
 
@@ -307,7 +307,7 @@ def test_regular_windows_avg(device, rng, kw, dtype):
     k, s, p, _, ceil = _norm(kw)
     ref = np_avg_pool2d(x, k, s, p, ceil, True)
     tol = 1e-6 if dtype == ember.float32 else 1e-12
-    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(out.detach().cpu().numpy(), ref, rtol=tol, atol=tol)
     # The adjoint: <avg(x), g> = <x, avg^T(g)> for every x, so the gradient is the linear map's
     # transpose, built here column by column from the NumPy forward.
     g = rng.standard_normal(ref.shape)
@@ -318,7 +318,7 @@ def test_regular_windows_avg(device, rng, kw, dtype):
             e = np.zeros((1, 1, H, W))
             e[0, 0, h, w] = 1.0
             col = np_avg_pool2d(e, k, s, p, ceil, True)[0, 0]
-            np.testing.assert_allclose(xe.grad.numpy()[:, :, h, w],
+            np.testing.assert_allclose(xe.grad.cpu().numpy()[:, :, h, w],
                                        (col[None, None] * g).sum(axis=(2, 3)), rtol=tol,
                                        atol=tol)
 
@@ -330,11 +330,11 @@ def test_regular_windows_reduced_floats(device, rng, dtype):
     xf = xr.detach().float().requires_grad_()
     for f in (lambda a: F.max_pool2d(a, 2), lambda a: F.avg_pool2d(a, 3, stride=1)):
         a, b = f(xr), f(xf)
-        np.testing.assert_allclose(a.float().detach().numpy(), b.detach().numpy(), rtol=1e-2,
+        np.testing.assert_allclose(a.float().detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=1e-2,
                                    atol=1e-2)
         a.sum().backward()
         b.sum().backward()
-        np.testing.assert_allclose(xr.grad.float().numpy(), xf.grad.numpy(), rtol=1e-2, atol=1e-2)
+        np.testing.assert_allclose(xr.grad.float().cpu().numpy(), xf.grad.cpu().numpy(), rtol=1e-2, atol=1e-2)
         xr.grad = xf.grad = None
 
 
@@ -344,14 +344,14 @@ def test_regular_windows_nan_ties_noncontiguous_threads(device, rng):
     x[0, 0, 1, 0] = np.nan
     x[0, 0, 2:, 2:4] = 5.0  # a tie: the first in window order wins
     out, idx = F.max_pool2d(t(x, device), 2, return_indices=True)
-    assert np.isnan(out.numpy()[0, 0, 0, 0]) and idx.numpy()[0, 0, 0, 0] == 1
-    assert out.numpy()[0, 0, 1, 1] == 5.0 and idx.numpy()[0, 0, 1, 1] == 2 * 6 + 2
+    assert np.isnan(out.cpu().numpy()[0, 0, 0, 0]) and idx.cpu().numpy()[0, 0, 0, 0] == 1
+    assert out.cpu().numpy()[0, 0, 1, 1] == 5.0 and idx.cpu().numpy()[0, 0, 1, 1] == 2 * 6 + 2
     y = rng.standard_normal((4, 6, 10, 12))
     ync = t(y, device).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)  # channels-last
     assert not ync.is_contiguous()
-    np.testing.assert_allclose(F.max_pool2d(ync, 2).numpy(),
+    np.testing.assert_allclose(F.max_pool2d(ync, 2).cpu().numpy(),
                                np_max_pool2d(y, (2, 2), (2, 2), (0, 0), (1, 1), False)[0])
-    np.testing.assert_allclose(F.avg_pool2d(ync, 2).numpy(),
+    np.testing.assert_allclose(F.avg_pool2d(ync, 2).cpu().numpy(),
                                np_avg_pool2d(y, (2, 2), (2, 2), (0, 0), False, True), atol=1e-12)
     big = rng.standard_normal((16, 32, 12, 12)).astype(np.float32)
     with_threads = ember.get_num_threads()
@@ -361,7 +361,7 @@ def test_regular_windows_nan_ties_noncontiguous_threads(device, rng):
             ember.set_num_threads(n)
             xe = t(big, device, ember.float32, grad=True)
             F.max_pool2d(xe, 2).sum().backward()
-            res.append((F.max_pool2d(xe, 2).detach().numpy(), xe.grad.numpy()))
+            res.append((F.max_pool2d(xe, 2).detach().cpu().numpy(), xe.grad.cpu().numpy()))
         np.testing.assert_array_equal(res[0][0], res[1][0])
         np.testing.assert_array_equal(res[0][1], res[1][1])
     finally:
@@ -396,6 +396,6 @@ def test_padded_windows_max(device, rng, kw, dtype):
         x = x.astype(np.float32)
     xe = t(x, device, dtype)
     out, idx = F.max_pool2d(xe, return_indices=True, **kw)
-    ref, ridx = np_max_pool2d(t(x, "cpu", dtype).double().numpy(), *_norm(kw))
+    ref, ridx = np_max_pool2d(t(x, "cpu", dtype).double().cpu().numpy(), *_norm(kw))
     np.testing.assert_array_equal(out.double().cpu().numpy(), ref)
     np.testing.assert_array_equal(idx.cpu().numpy(), ridx)

@@ -8,12 +8,11 @@ import subprocess
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
-
-TORCH_PYTHON = os.environ.get("EMBER_TORCH_PYTHON", "/work/torchvenv/bin/python")
 
 
 def t(a, device="cpu", dtype=ember.float64, grad=False):
@@ -29,12 +28,12 @@ def test_pad_modes_match_numpy(device, rng, mode, np_mode):
     x = rng.standard_normal((2, 3, 5, 6))
     got = F.pad(t(x, device), (2, 1, 3, 0), mode=mode)
     ref = np.pad(x, [(0, 0), (0, 0), (3, 0), (2, 1)], mode=np_mode)
-    np.testing.assert_array_equal(got.numpy(), ref)
+    np.testing.assert_array_equal(got.cpu().numpy(), ref)
     x1 = rng.standard_normal((3, 7))  # unbatched 1-d
-    np.testing.assert_array_equal(F.pad(t(x1, device), (3, 2), mode=mode).numpy(),
+    np.testing.assert_array_equal(F.pad(t(x1, device), (3, 2), mode=mode).cpu().numpy(),
                                   np.pad(x1, [(0, 0), (3, 2)], mode=np_mode))
     x3 = rng.standard_normal((1, 2, 3, 4, 5))
-    np.testing.assert_array_equal(F.pad(t(x3, device), (1, 1, 2, 0, 0, 2), mode=mode).numpy(),
+    np.testing.assert_array_equal(F.pad(t(x3, device), (1, 1, 2, 0, 0, 2), mode=mode).cpu().numpy(),
                                   np.pad(x3, [(0, 0), (0, 0), (0, 2), (2, 0), (1, 1)],
                                          mode=np_mode))
     xe = t(x[:1, :1], device, grad=True)
@@ -44,11 +43,11 @@ def test_pad_modes_match_numpy(device, rng, mode, np_mode):
 def test_pad_constant(device, rng):
     x = rng.standard_normal((2, 3, 4))
     got = F.pad(t(x, device), (1, 2, 0, 1, 1, 0), value=2.5)
-    np.testing.assert_array_equal(got.numpy(), np.pad(x, [(1, 0), (0, 1), (1, 2)],
+    np.testing.assert_array_equal(got.cpu().numpy(), np.pad(x, [(1, 0), (0, 1), (1, 2)],
                                                       constant_values=2.5))
     # negative padding crops
     got = F.pad(t(x, device), (-1, 2, -2, 0))
-    np.testing.assert_array_equal(got.numpy(), np.pad(x[:, 2:, 1:], [(0, 0), (0, 0), (0, 2)]))
+    np.testing.assert_array_equal(got.cpu().numpy(), np.pad(x[:, 2:, 1:], [(0, 0), (0, 0), (0, 2)]))
     xe = t(x, device, grad=True)
     assert gradgradcheck(lambda a: F.pad(a, (1, -1, 2, 0), value=1.0), (xe,))
     assert F.pad(t(x, device), (0, 0)).shape == (2, 3, 4)
@@ -95,17 +94,17 @@ def np_linear_1d(x, out, align, scale=None):
 
 def test_interpolate_linear_closed_forms(device):
     x = t([[[0.0, 1.0]]], device)
-    np.testing.assert_allclose(F.interpolate(x, size=3, mode="linear", align_corners=True).numpy(),
+    np.testing.assert_allclose(F.interpolate(x, size=3, mode="linear", align_corners=True).cpu().numpy(),
                                [[[0.0, 0.5, 1.0]]])
-    np.testing.assert_allclose(F.interpolate(x, scale_factor=2, mode="linear").numpy(),
+    np.testing.assert_allclose(F.interpolate(x, scale_factor=2, mode="linear").cpu().numpy(),
                                [[[0.0, 0.25, 0.75, 1.0]]])
-    np.testing.assert_allclose(F.interpolate(x, scale_factor=2, mode="nearest").numpy(),
+    np.testing.assert_allclose(F.interpolate(x, scale_factor=2, mode="nearest").cpu().numpy(),
                                [[[0.0, 0.0, 1.0, 1.0]]])
     y = t(np.arange(5.0).reshape(1, 1, 5), device)
-    np.testing.assert_allclose(F.interpolate(y, size=3).numpy(), [[[0.0, 1.0, 3.0]]])
-    np.testing.assert_allclose(F.interpolate(y, size=3, mode="nearest-exact").numpy(),
+    np.testing.assert_allclose(F.interpolate(y, size=3).cpu().numpy(), [[[0.0, 1.0, 3.0]]])
+    np.testing.assert_allclose(F.interpolate(y, size=3, mode="nearest-exact").cpu().numpy(),
                                [[[0.0, 2.0, 4.0]]])
-    np.testing.assert_allclose(F.interpolate(y, size=2, mode="area").numpy(), [[[1.0, 3.0]]])
+    np.testing.assert_allclose(F.interpolate(y, size=2, mode="area").cpu().numpy(), [[[1.0, 3.0]]])
 
 
 @pytest.mark.parametrize("align", [False, True])
@@ -113,14 +112,14 @@ def test_interpolate_bilinear_matches_separable_reference(device, rng, align):
     x = rng.standard_normal((2, 3, 4, 5))
     got = F.interpolate(t(x, device), size=(7, 3), mode="bilinear", align_corners=align)
     ref = np_linear_1d(np_linear_1d(x, 3, align).swapaxes(-1, -2), 7, align).swapaxes(-1, -2)
-    np.testing.assert_allclose(got.numpy(), ref, atol=1e-12)
+    np.testing.assert_allclose(got.cpu().numpy(), ref, atol=1e-12)
     got = F.interpolate(t(x, device), scale_factor=(1.5, 2.5), mode="bilinear",
                         align_corners=align)
     assert got.shape == (2, 3, 6, 12)
     if not align:
         ref = np_linear_1d(np_linear_1d(x, 12, False, 2.5).swapaxes(-1, -2), 6, False,
                            1.5).swapaxes(-1, -2)
-        np.testing.assert_allclose(got.numpy(), ref, atol=1e-12)
+        np.testing.assert_allclose(got.cpu().numpy(), ref, atol=1e-12)
 
 
 @pytest.mark.parametrize("mode,kw", [("nearest", {}), ("nearest-exact", {}),
@@ -137,7 +136,7 @@ def test_interpolate_grads(device, rng, mode, kw):
 def test_interpolate_bicubic_reproduces_linear_and_1d_3d(device, rng):
     # cubic convolution reproduces linear functions away from the borders
     x = np.tile(np.arange(8.0), (8, 1))[None, None]
-    got = F.interpolate(t(x, device), size=(8, 15), mode="bicubic", align_corners=True).numpy()
+    got = F.interpolate(t(x, device), size=(8, 15), mode="bicubic", align_corners=True).cpu().numpy()
     np.testing.assert_allclose(got[0, 0, 0, 2:-2], np.linspace(0, 7, 15)[2:-2], atol=1e-12)
     y = rng.standard_normal((1, 2, 3, 4, 5))
     assert F.interpolate(t(y, device), scale_factor=2, mode="trilinear").shape == (1, 2, 6, 8, 10)
@@ -170,8 +169,8 @@ def test_pixel_shuffle_roundtrip(device, rng):
     x = rng.standard_normal((2, 8, 3, 5))
     y = F.pixel_shuffle(t(x, device), 2)
     ref = x.reshape(2, 2, 2, 2, 3, 5).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 6, 10)
-    np.testing.assert_array_equal(y.numpy(), ref)
-    np.testing.assert_array_equal(F.pixel_unshuffle(y, 2).numpy(), x)
+    np.testing.assert_array_equal(y.cpu().numpy(), ref)
+    np.testing.assert_array_equal(F.pixel_unshuffle(y, 2).cpu().numpy(), x)
     assert F.pixel_shuffle(t(x[0], device), 2).shape == (2, 6, 10)
     xe = t(x[:1], device, grad=True)
     assert gradgradcheck(lambda a: F.pixel_shuffle(a, 2), (xe,))
@@ -188,7 +187,7 @@ def test_pixel_shuffle_roundtrip(device, rng):
 def test_affine_grid_identity_and_grid_sample_identity(device, rng):
     theta = t([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], device)
     for align in (False, True):
-        g = F.affine_grid(theta, (1, 1, 3, 4), align_corners=align).numpy()
+        g = F.affine_grid(theta, (1, 1, 3, 4), align_corners=align).cpu().numpy()
         xs = np.linspace(-1, 1, 4) * (1 if align else 3 / 4)
         ys = np.linspace(-1, 1, 3) * (1 if align else 2 / 3)
         np.testing.assert_allclose(g[0, :, :, 0], np.tile(xs, (3, 1)), atol=1e-12)
@@ -196,7 +195,7 @@ def test_affine_grid_identity_and_grid_sample_identity(device, rng):
         x = rng.standard_normal((1, 2, 3, 4))
         for mode in ("bilinear", "nearest"):
             out = F.grid_sample(t(x, device), t(g, device), mode=mode, align_corners=align)
-            np.testing.assert_allclose(out.numpy(), x, atol=1e-12)
+            np.testing.assert_allclose(out.cpu().numpy(), x, atol=1e-12)
     assert F.affine_grid(t(np.zeros((2, 3, 4)), device), (2, 1, 2, 3, 4)).shape == (2, 2, 3, 4, 3)
 
 
@@ -259,20 +258,20 @@ for i, (name, kw) in enumerate(cases):
         if isinstance(kw.get(k), list):
             kw[k] = tuple(kw[k])
     if name == "grid_sample":
-        out[str(i)] = F.grid_sample(x, torch.from_numpy(data["grid"]), **kw).numpy()
+        out[str(i)] = F.grid_sample(x, torch.from_numpy(data["grid"]), **kw).cpu().numpy()
     else:
-        out[str(i)] = getattr(F, name)(x, **kw).numpy()
+        out[str(i)] = getattr(F, name)(x, **kw).cpu().numpy()
 np.savez(sys.argv[3], **out)
 """
 
 
 def test_matches_pytorch(tmp_path, rng):
-    if not os.path.exists(TORCH_PYTHON):
+    if TORCH_PY is None:
         pytest.skip("PyTorch not available")
     x = rng.standard_normal((2, 3, 5, 6))
     grid = rng.uniform(-1.5, 1.5, (2, 4, 3, 2))
     np.savez(tmp_path / "in.npz", x=x, grid=grid)
-    p = subprocess.run([TORCH_PYTHON, "-c", _TORCH_SCRIPT, str(tmp_path / "in.npz"),
+    p = subprocess.run([TORCH_PY, "-c", _TORCH_SCRIPT, str(tmp_path / "in.npz"),
                         json.dumps(_TORCH_CASES), str(tmp_path / "out.npz")],
                        capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, PYTHONPATH=""))
@@ -281,9 +280,9 @@ def test_matches_pytorch(tmp_path, rng):
     ref = np.load(tmp_path / "out.npz")
     for i, (name, kw) in enumerate(_TORCH_CASES):
         if name == "grid_sample":
-            got = F.grid_sample(t(x), t(grid), **kw).numpy()
+            got = F.grid_sample(t(x), t(grid), **kw).cpu().numpy()
         else:
-            got = getattr(F, name)(t(x), **kw).numpy()
+            got = getattr(F, name)(t(x), **kw).cpu().numpy()
         np.testing.assert_allclose(got, ref[str(i)], atol=1e-10, err_msg=f"{name} {kw}")
 
 
@@ -294,27 +293,27 @@ def test_resample_modules(device, rng):
     x = t(rng.standard_normal((1, 4, 3, 4)), device)
     up = nn.Upsample(scale_factor=2)
     assert repr(up) == "Upsample(scale_factor=2.0, mode='nearest')"
-    np.testing.assert_array_equal(up(x).numpy(), F.interpolate(x, scale_factor=2).numpy())
+    np.testing.assert_array_equal(up(x).cpu().numpy(), F.interpolate(x, scale_factor=2).cpu().numpy())
     assert repr(nn.Upsample(size=(5, 5), mode="bilinear")) == "Upsample(size=(5, 5), mode='bilinear')"
-    np.testing.assert_allclose(nn.UpsamplingBilinear2d(size=(5, 7))(x).numpy(),
+    np.testing.assert_allclose(nn.UpsamplingBilinear2d(size=(5, 7))(x).cpu().numpy(),
                                F.interpolate(x, size=(5, 7), mode="bilinear",
-                                             align_corners=True).numpy())
-    np.testing.assert_array_equal(nn.UpsamplingNearest2d(scale_factor=3)(x).numpy(),
-                                  F.interpolate(x, scale_factor=3).numpy())
+                                             align_corners=True).cpu().numpy())
+    np.testing.assert_array_equal(nn.UpsamplingNearest2d(scale_factor=3)(x).cpu().numpy(),
+                                  F.interpolate(x, scale_factor=3).cpu().numpy())
     u = nn.Unfold(kernel_size=2, padding=1)
     assert repr(u) == "Unfold(kernel_size=2, dilation=1, padding=1, stride=1)"
     cols = u(x)
     assert nn.Fold((3, 4), 2, padding=1)(cols).shape == (1, 4, 3, 4)
     assert nn.PixelShuffle(2)(x).shape == (1, 1, 6, 8)
     assert nn.PixelUnshuffle(2)(nn.PixelShuffle(2)(x)).shape == x.shape
-    np.testing.assert_array_equal(nn.ReflectionPad2d((1, 2, 0, 1))(x).numpy(),
-                                  np.pad(x.numpy(), [(0, 0), (0, 0), (0, 1), (1, 2)], "reflect"))
-    np.testing.assert_array_equal(nn.ReplicationPad1d(2)(x[0]).numpy(),
-                                  np.pad(x.numpy()[0], [(0, 0), (0, 0), (2, 2)], "edge"))
-    np.testing.assert_array_equal(nn.CircularPad2d(1)(x).numpy(),
-                                  np.pad(x.numpy(), [(0, 0), (0, 0), (1, 1), (1, 1)], "wrap"))
-    np.testing.assert_array_equal(nn.ZeroPad2d((1, 0, 2, 0))(x).numpy(),
-                                  np.pad(x.numpy(), [(0, 0), (0, 0), (2, 0), (1, 0)]))
+    np.testing.assert_array_equal(nn.ReflectionPad2d((1, 2, 0, 1))(x).cpu().numpy(),
+                                  np.pad(x.cpu().numpy(), [(0, 0), (0, 0), (0, 1), (1, 2)], "reflect"))
+    np.testing.assert_array_equal(nn.ReplicationPad1d(2)(x[0]).cpu().numpy(),
+                                  np.pad(x.cpu().numpy()[0], [(0, 0), (0, 0), (2, 2)], "edge"))
+    np.testing.assert_array_equal(nn.CircularPad2d(1)(x).cpu().numpy(),
+                                  np.pad(x.cpu().numpy(), [(0, 0), (0, 0), (1, 1), (1, 1)], "wrap"))
+    np.testing.assert_array_equal(nn.ZeroPad2d((1, 0, 2, 0))(x).cpu().numpy(),
+                                  np.pad(x.cpu().numpy(), [(0, 0), (0, 0), (2, 0), (1, 0)]))
     c3 = nn.ConstantPad3d(1, 3.5)
     assert repr(c3) == "ConstantPad3d(padding=(1, 1, 1, 1, 1, 1), value=3.5)"
     assert c3(x).shape == (1, 6, 5, 6)

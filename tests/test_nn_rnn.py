@@ -7,13 +7,13 @@ import subprocess
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 from ember import _C
 from ember.testing.registry import nn_rnn as ref
 
 MODES = ["lstm", "gru", "rnn_tanh", "rnn_relu"]
-TORCH_PY = "/work/torchvenv/bin/python"
 
 
 def _t(rng, shape, dtype=ember.float64, scale=0.5, device="cpu", grad=False):
@@ -309,7 +309,7 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="PyTorch not installed")
+@pytest.mark.skipif(TORCH_PY is None, reason="PyTorch not installed")
 def test_against_torch_modules_functional_form():
     r = subprocess.run([TORCH_PY, "-c", _TORCH_SCRIPT], capture_output=True, text=True,
                        timeout=300, env=dict(os.environ, PYTHONPATH=""))
@@ -475,7 +475,7 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="PyTorch not installed")
+@pytest.mark.skipif(TORCH_PY is None, reason="PyTorch not installed")
 def test_modules_against_torch_packed_state_dict():
     from ember.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     r = subprocess.run([TORCH_PY, "-c", _TORCH_MODULE_SCRIPT], capture_output=True, text=True,

@@ -7,11 +7,10 @@ import subprocess
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 from ember import nn
-
-TORCH_PY = os.environ.get("EMBER_TORCH_PYTHON", "/work/torchvenv/bin/python")
 
 
 def _np(t):
@@ -168,7 +167,7 @@ print(json.dumps(res))
 """
 
 
-@pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="PyTorch not installed")
+@pytest.mark.skipif(TORCH_PY is None, reason="PyTorch not installed")
 def test_transformer_matches_torch_outputs_and_gradients():
     r = subprocess.run([TORCH_PY, "-c", _TORCH], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, PYTHONPATH=""))

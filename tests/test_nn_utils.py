@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 import ember.nn as nn
@@ -696,13 +697,12 @@ def test_same_behaviour_as_torch(tmp_path):
     import os
     import subprocess
     import sys
-    torch_py = "/work/torchvenv/bin/python"
-    if not os.path.exists(torch_py):
+    if TORCH_PY is None:
         pytest.skip("PyTorch not installed")
     script = tmp_path / "scenario.py"
     script.write_text(_SCENARIO)
     try:
-        ref = subprocess.run([torch_py, str(script), "torch"], capture_output=True, text=True, timeout=300)
+        ref = subprocess.run([TORCH_PY, str(script), "torch"], capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
         pytest.skip("PyTorch too slow to start")
     if ref.returncode != 0:

@@ -10,11 +10,10 @@ import warnings
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 from ember import _C, optim
-
-TORCH_PYTHON = "/work/torchvenv/bin/python"
 
 SHAPES = [(3, 4), (5,), (), (2, 1, 3)]
 
@@ -804,9 +803,9 @@ def test_torch_layout_dict_loads():
 
 
 def _torch_script(src):
-    if not os.path.exists(TORCH_PYTHON):
-        pytest.skip("PyTorch is not installed at " + TORCH_PYTHON)
-    r = subprocess.run([TORCH_PYTHON, "-c", src], capture_output=True, text=True,
+    if TORCH_PY is None:
+        pytest.skip("PyTorch is not installed")
+    r = subprocess.run([TORCH_PY, "-c", src], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=""), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout

@@ -10,16 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
-TORCH_PY = os.environ.get("EMBER_TORCH_PYTHON", "/work/torchvenv/bin/python")
 
 
 def _probe():
     """(PyTorch importable, torchvision importable) in TORCH_PY, with one process."""
-    if not os.path.exists(TORCH_PY):
+    if TORCH_PY is None:
         return False, False
     code = ("import importlib.util as u; print(u.find_spec('torch') is not None, "
             "u.find_spec('torchvision') is not None)")

@@ -1,7 +1,7 @@
 """ember.save / ember.load under failure and in PyTorch's company (issue 24, items 7, 8, 16,
 17, 18 and the weights-only allowlist): atomic saves, checksums, the values the safe format
 holds, safe globals and the environment switches, and PyTorch's zip checkpoints both ways
-(with the PyPI PyTorch at /work/torchvenv/bin/python, in a subprocess, when present)."""
+(with PyTorch's interpreter from torch_python, in a subprocess, when present)."""
 import collections
 import io
 import os
@@ -16,15 +16,14 @@ import zipfile
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 from ember import serialization
 
-TORCH_PY = os.environ.get("EMBER_TORCH_PYTHON", "/work/torchvenv/bin/python")
-
 
 def _torch_available():
-    if not os.path.exists(TORCH_PY):
+    if TORCH_PY is None:
         return False
     try:
         return subprocess.run([TORCH_PY, "-c", "import torch"], capture_output=True,
@@ -34,7 +33,7 @@ def _torch_available():
 
 
 needs_torch = pytest.mark.skipif(not _torch_available(),
-                                 reason=f"PyTorch not installed at {TORCH_PY}")
+                                 reason="PyTorch not installed")
 
 
 def roundtrip(obj, **kw):

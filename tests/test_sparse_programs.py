@@ -1,7 +1,8 @@
 """A program written the way PyTorch users write it: a two-layer GCN on a sparse normalized
 adjacency (torch.sparse_coo_tensor, torch.sparse.sum, torch.sparse.mm), trained a few epochs
 on a small synthetic graph. It runs, unmodified, on ember (``torch`` aliased to ember in a
-subprocess) and, where /work/torchvenv exists, under PyTorch; both losses must fall."""
+subprocess) and, where an interpreter has PyTorch (torch_python), under PyTorch; both losses
+must fall."""
 import json
 import os
 import subprocess
@@ -9,8 +10,7 @@ import sys
 
 import pytest
 from child_env import EMBER_PARENT
-
-TORCH_PY = os.environ.get("TORCH_PYTHON", "/work/torchvenv/bin/python")
+from torch_python import TORCH_PY
 
 GCN_PROGRAM = r'''
 import json
@@ -152,7 +152,7 @@ def test_gcn_on_sparse_adjacency_trains_on_ember():
     _check_trend(res, "ember")
 
 
-@pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="no PyTorch venv at " + TORCH_PY)
+@pytest.mark.skipif(TORCH_PY is None, reason="no PyTorch interpreter")
 def test_gcn_loss_trend_matches_pytorch():
     ours = _run(sys.executable, EMBER_PRELUDE + GCN_PROGRAM,
                 {"PYTHONPATH": EMBER_PARENT})
@@ -172,7 +172,7 @@ def test_gcn_loss_trend_matches_pytorch():
     assert abs(ours["acc"] - theirs["acc"]) < 0.2, (ours["acc"], theirs["acc"])
 
 
-@pytest.mark.skipif(not os.path.exists(TORCH_PY), reason="no PyTorch venv at " + TORCH_PY)
+@pytest.mark.skipif(TORCH_PY is None, reason="no PyTorch interpreter")
 def test_sparse_embedding_optimizers_match_pytorch():
     import numpy as np
     ours = _run(sys.executable, EMBER_PRELUDE + EMBEDDING_PROGRAM,

@@ -9,16 +9,15 @@ import warnings
 
 import numpy as np
 import pytest
+from torch_python import TORCH_PY
 
 import ember
 from ember import nn
 from ember.vision import models
 
-TORCH_PY = os.environ.get("EMBER_TORCH_PYTHON", "/work/torchvenv/bin/python")
-
 
 def _has_torchvision():
-    if not os.path.exists(TORCH_PY):
+    if TORCH_PY is None:
         return False
     r = subprocess.run([TORCH_PY, "-c", "import torchvision"], capture_output=True,
                        env=dict(os.environ, PYTHONPATH=""))

@@ -22,6 +22,15 @@ struct DeviceHooks {
 };
 extern DeviceHooks cuda_device_hooks;
 
+/// `d` with its index filled in: a tensor always names its device ("cuda" made now is
+/// cuda:<current>), as PyTorch's do, so that tensors made with device="cuda" and with
+/// device="cuda:0" compare equal in every same-device check.
+inline Device resolve_device(Device d) {
+  if (d.type == DeviceType::CUDA && d.index < 0 && cuda_device_hooks.get)
+    d.index = int16_t(cuda_device_hooks.get());
+  return d;
+}
+
 class DeviceGuard {
  public:
   explicit DeviceGuard(Device d) {

@@ -195,8 +195,10 @@ bool Tensor::is_contiguous() const {
 }
 
 Storage make_storage(size_t nbytes, Device device) {
+  Allocator* alloc = allocator_for(device);  // loads the CUDA backend on first use
+  device = resolve_device(device);
   DeviceGuard guard(device);  // the CUDA allocator allocates on the current device
-  DataPtr d = allocator_for(device)->allocate(nbytes);
+  DataPtr d = alloc->allocate(nbytes);
   return std::make_shared<StorageImpl>(d, nbytes, device);
 }
 
@@ -269,7 +271,7 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
 
 Tensor from_blob(DataPtr data, size_t nbytes, Device device, DType dtype, Shape sizes,
                  Shape strides, int64_t offset) {
-  auto st = std::make_shared<StorageImpl>(data, nbytes, device);
+  auto st = std::make_shared<StorageImpl>(data, nbytes, resolve_device(device));
   st->resizable = false;  // Note [Resizing a shared storage]
   int64_t n = checked_numel(sizes);
   check_view_bounds(st, dtype, sizes, strides, offset, n);

@@ -5,6 +5,7 @@
 
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
+#include "ember/core/device_guard.h"
 #include "ember/jit/trace_elementwise.h"
 #include "ember/jit/trace_hook.h"
 #include "ember/ops/ops.h"
@@ -173,6 +174,17 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
               a.device().str(), " and ", b.device().str(), "!");
 }
 
+// A CPU scalar (a wrapped Python number or a 0-d CPU tensor) goes to its partner's device.
+static bool cpu_scalar(const Tensor& t) {
+  return t.device().is_cpu() && (t.impl()->wrapped_number || t.dim() == 0);
+}
+
+// Where an op of `a` and `b` runs (PyTorch's TensorIterator device rule): the device of the
+// first operand that is not a CPU scalar; the CPU when every operand is one.
+static Device op_device(const Tensor& a, const Tensor& b) {
+  return cpu_scalar(a) && !b.device().is_cpu() ? b.device() : a.device();
+}
+
 DType result_type(const Tensor& a, const Tensor& b) {
   // Two tensors of one dtype, neither a wrapped Python number: that dtype, whatever the dims.
   if (a.dtype() == b.dtype() && !a.impl()->wrapped_number && !b.impl()->wrapped_number)
@@ -327,8 +339,7 @@ static Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   if ((k == Kind::TRUEDIV || k == Kind::FLOATING) && !is_floating(common))
     compute = default_dtype();
   DType out_dt = (k == Kind::COMPARE || k == Kind::LOGICAL) ? DType::Bool : compute;
-  Device dev = a.impl()->wrapped_number ? b.device() : a.device();
-  if (b.dim() == 0 && !a.device().is_cpu()) dev = a.device();
+  const Device dev = op_device(a, b);
   Tensor ca = a.dtype() == compute && a.device() == dev ? a : to_device(to_dtype(a, compute), dev);
   Tensor cb = b.dtype() == compute && b.device() == dev ? b : to_device(to_dtype(b, compute), dev);
   Shape shape = a.sizes() == b.sizes() ? a.sizes() : broadcast_shapes(a.sizes(), b.sizes());
@@ -451,10 +462,15 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_same_device(cond, a, "where");
   check_same_device(a, b, "where");
   DType dt = result_type(a, b);
-  Device dev = a.impl()->wrapped_number ? b.device() : a.device();
+  Device dev = a.device();  // the first operand that is not a CPU scalar decides
+  for (const Tensor* t : {&cond, &a, &b})
+    if (!cpu_scalar(*t)) {
+      dev = t->device();
+      break;
+    }
   Tensor ca = a.dtype() == dt ? a : to_dtype(a, dt);
   Tensor cb = b.dtype() == dt ? b : to_dtype(b, dt);
-  Tensor cc = cond.dtype() == DType::Bool ? cond : to_dtype(cond, DType::Bool);
+  Tensor cc = to_device(cond.dtype() == DType::Bool ? cond : to_dtype(cond, DType::Bool), dev);
   Shape shape = broadcast_shapes(broadcast_shapes(cc.sizes(), ca.sizes()), cb.sizes());
   Tensor out = empty(shape, dt, dev);
   {
@@ -704,7 +720,7 @@ Tensor to_dtype(const Tensor& a, DType dtype, bool copy) {
 Tensor to_device(const Tensor& a, Device device, bool copy) {
   EMBER_TRACE("aten::to.device(Tensor self, Device device, bool copy=False) -> Tensor", to_device,
               a, device, copy);
-  if (device.is_cuda() && device.index < 0) device.index = 0;
+  device = resolve_device(device);  // "cuda": the current device
   Device ad = a.device();
   if (ad.type == device.type && (ad.index == device.index || device.index < 0) && !copy) return a;
   if (__builtin_expect(a.is_sparse(), 0)) return sparse_to(a, a.dtype(), device, copy);

@@ -337,7 +337,8 @@ const Tensor& index_put_impl(const Tensor& self, const std::vector<std::optional
   check_index_put_dtypes(self, values);
   if (self.numel()) check_no_internal_overlap(self, "index_put_");
   AdvancedIndex a = make_advanced_index(self, indices);  // validates every index first
-  Tensor v = values;
+  // A CPU 0-d value (x[i] = ember.tensor(1.0) on a CUDA x) is moved: the kernel reads it there.
+  Tensor v = values.device() == self.device() ? values : to_device(values, self.device());
   bool fits = v.dim() <= int64_t(a.shape.size());
   for (int64_t i = 0; fits && i < v.dim(); ++i) {
     int64_t vs = v.sizes()[v.dim() - 1 - i], rs = a.shape[a.shape.size() - 1 - size_t(i)];
@@ -403,7 +404,7 @@ Tensor index_select_impl(const Tensor& self, int64_t& dim, const Tensor& index) 
                     "index_select(): Index is supposed to be a vector, but got index of shape ",
                     shape_str(index.sizes()));
   check_same_device(self, index, "index_select");
-  Tensor idx = to_dtype(index, DType::Int64);
+  Tensor idx = to_device(to_dtype(index, DType::Int64), self.device());  // a CPU 0-d index
   if (self.dim() == 0) {
     EMBER_CHECK_INDEX(idx.numel() == 1,
                       "index_select(): Index to scalar can have only 1 value, got ", idx.numel(),
@@ -558,6 +559,7 @@ Tensor take(const Tensor& self, const Tensor& index) {
   EMBER_CHECK(index.dtype() == DType::Int64, "take(): Expected a long tensor for index, but got ",
               dtype_name(index.dtype()));
   check_same_device(self, index, "take");
+  if (index.device() != self.device()) return take(self, to_device(index, self.device()));
   autograd::RecordScope scope({&self});
   int64_t n = self.numel();
   EMBER_CHECK_INDEX(n > 0 || index.numel() == 0, "take(): tried to take from an empty tensor");

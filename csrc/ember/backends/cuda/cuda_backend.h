@@ -15,6 +15,8 @@ namespace ember::cuda {
 /// Number of visible devices; 0 when there is no driver or no GPU.
 int device_count();
 int current_device();
+/// The current device's multiprocessor count (read once per device).
+int multiprocessor_count();
 
 /// The calling thread's current stream on `device` (0: the legacy default stream).
 cudaStream_t current_stream(int device);

@@ -93,7 +93,15 @@ __global__ void linspace_kernel_(T* __restrict__ o, int64_t steps, C s, C e, C s
   const int64_t stride = int64_t(blockDim.x) * gridDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < steps; i += stride) {
     const C v = i < half ? add_rn(s, mul_rn(st, C(i))) : sub_rn(e, mul_rn(st, C(steps - i - 1)));
-    o[i] = cast_value<T>(has_base ? pow(base, double(v)) : double(v));
+    double r = has_base ? pow(base, double(v)) : double(v);
+    if constexpr (std::is_integral<T>::value) {
+      // The GPU's pow is within 2 ulp, glibc's correctly rounded: 3^1 may come out as
+      // 2.9999999999999996 here and truncate to 2. A result within 4 ulp of an integer is
+      // that integer (what the CPU computes).
+      const double k = rint(r);
+      if (has_base && fabs(r - k) <= 4 * 2.220446049250313e-16 * fabs(k)) r = k;
+    }
+    o[i] = cast_value<T>(r);
   }
 }
 

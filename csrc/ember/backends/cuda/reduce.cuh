@@ -169,16 +169,113 @@ __global__ void reduce_rows_kernel(const T* __restrict__ in, ReduceGeom g, Op op
   }
 }
 
-/// Runs the reduction `op` of `in` (element type T) over `mask` on the current stream.
+// Note [Split CUDA reductions]
+// One block per output starves the GPU when there are few outputs: a full sum of 64M floats
+// ran on one block at 5 GB/s. And when the kept dim is the contiguous one (a sum over the
+// batch dim of [N, C], as a bias gradient is), a block per output reads a strided column.
+// So run_reduce picks one of three shapes:
+//  * rows (the kernel above): enough outputs to fill the GPU;
+//  * split rows: few outputs with long rows; grid (splits, K), each block reducing a chunk of
+//    its row into partial[s * K + k], then reduce_partials_kernel combines the chunks in
+//    order and stores;
+//  * columns: the innermost kept dim has stride 1 and the innermost reduced one does not;
+//    one thread per output (neighbouring threads read neighbouring addresses), the reduced
+//    positions split over gridDim.y when the outputs alone cannot fill the GPU.
+// The split depends only on the shape and the device's multiprocessor count, so results stay
+// deterministic run to run.
+template <typename T, typename Op>
+__global__ void reduce_rows_split_kernel(const T* __restrict__ in, ReduceGeom g, Op op,
+                                         typename Op::acc_t* __restrict__ partial, int64_t chunk) {
+  using A = typename Op::acc_t;
+  __shared__ double2 raw[(32 * sizeof(A) + sizeof(double2) - 1) / sizeof(double2)];
+  A* smem = reinterpret_cast<A*>(raw);
+  const int64_t k = blockIdx.y;
+  const int64_t r0 = int64_t(blockIdx.x) * chunk, r1 = min(g.R, r0 + chunk);
+  const T* base = in + g.kept_offset(k);
+  A acc = op.init();
+  for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x)
+    acc = op.step(acc, base[g.red_offset(r)], r);
+  acc = block_reduce(acc, op, smem);
+  if (threadIdx.x == 0) partial[int64_t(blockIdx.x) * g.K + k] = acc;
+}
+
+template <typename T, typename Op>
+__global__ void reduce_cols_kernel(const T* __restrict__ in, ReduceGeom g, Op op,
+                                   typename Op::acc_t* __restrict__ partial, int64_t chunk) {
+  using A = typename Op::acc_t;
+  const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= g.K) return;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = min(g.R, r0 + chunk);
+  const T* base = in + g.kept_offset(k);
+  A acc = op.init();
+  for (int64_t r = r0; r < r1; ++r) acc = op.step(acc, base[g.red_offset(r)], r);
+  if (gridDim.y == 1)
+    op.store(acc, k);
+  else
+    partial[int64_t(blockIdx.y) * g.K + k] = acc;
+}
+
+template <typename Op>
+__global__ void reduce_partials_kernel(const typename Op::acc_t* __restrict__ partial, int64_t K,
+                                       int splits, Op op) {
+  const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= K) return;
+  typename Op::acc_t acc = partial[k];
+  for (int s = 1; s < splits; ++s) acc = op.combine(acc, partial[int64_t(s) * K + k]);
+  op.store(acc, k);
+}
+
+/// Runs the reduction `op` of `in` (element type T) over `mask` on the current stream
+/// (Note [CUDA reductions], Note [Split CUDA reductions]).
 template <typename T, typename Op>
 void run_reduce(const Tensor& in, const Shape& mask, const Op& op) {
+  using A = typename Op::acc_t;
   const ReduceGeom g = make_reduce_geom(in, mask);
   if (g.K == 0) return;
+  const T* src = reinterpret_cast<const T*>(in.data_ptr());
+  cudaStream_t stream = current_stream();
+  const int64_t target_threads = int64_t(multiprocessor_count()) * 2048;
+  auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  auto finish = [&](const Tensor& ws, int splits) {
+    reduce_partials_kernel<Op><<<unsigned(cdiv(g.K, 256)), 256, 0, stream>>>(
+        reinterpret_cast<const A*>(ws.data_ptr()), g.K, splits, op);
+    EMBER_CUDA_CHECK(cudaGetLastError());
+  };
+  const bool kept_inner =
+      g.nkept > 0 && g.kstride[g.nkept - 1] == 1 && g.R > 1 && g.rstride[g.nred - 1] != 1;
+  if (kept_inner) {
+    // columns: splits so that K * splits threads fill the GPU, each summing >= 32 positions
+    int64_t splits = std::min<int64_t>({cdiv(target_threads, g.K), cdiv(g.R, 32), 65535});
+    splits = std::max<int64_t>(splits, 1);
+    const int64_t chunk = cdiv(g.R, splits);
+    splits = cdiv(g.R, chunk);
+    Tensor ws;
+    if (splits > 1)
+      ws = empty(Shape{int64_t(splits * g.K * int64_t(sizeof(A)))}, DType::UInt8, in.device());
+    const dim3 grid(unsigned(cdiv(g.K, 256)), unsigned(splits));
+    reduce_cols_kernel<T, Op><<<grid, 256, 0, stream>>>(
+        src, g, op, splits > 1 ? reinterpret_cast<A*>(ws.data_ptr()) : nullptr, chunk);
+    EMBER_CUDA_CHECK(cudaGetLastError());
+    if (splits > 1) finish(ws, int(splits));
+    return;
+  }
   int threads = 512;
   if (g.R < 512) threads = int(std::max<int64_t>(32, (g.R + 31) / 32 * 32));
+  const int64_t target_blocks = target_threads / 512;
+  if (g.K < target_blocks && g.K <= 65535 && g.R >= 8192) {
+    // split rows: enough blocks to fill the GPU, each reducing >= 4096 positions
+    int64_t splits = std::min<int64_t>(cdiv(target_blocks, g.K), cdiv(g.R, 4096));
+    const int64_t chunk = cdiv(g.R, splits);
+    splits = cdiv(g.R, chunk);
+    Tensor ws = empty(Shape{int64_t(splits * g.K * int64_t(sizeof(A)))}, DType::UInt8, in.device());
+    reduce_rows_split_kernel<T, Op><<<dim3(unsigned(splits), unsigned(g.K)), 512, 0, stream>>>(
+        src, g, op, reinterpret_cast<A*>(ws.data_ptr()), chunk);
+    EMBER_CUDA_CHECK(cudaGetLastError());
+    finish(ws, int(splits));
+    return;
+  }
   const unsigned blocks = unsigned(std::min<int64_t>(g.K, int64_t(1) << 20));
-  reduce_rows_kernel<T, Op>
-      <<<blocks, threads, 0, current_stream()>>>(reinterpret_cast<const T*>(in.data_ptr()), g, op);
+  reduce_rows_kernel<T, Op><<<blocks, threads, 0, stream>>>(src, g, op);
   EMBER_CUDA_CHECK(cudaGetLastError());
 }
 

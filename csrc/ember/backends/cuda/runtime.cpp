@@ -1,6 +1,7 @@
 // Device queries, the per-thread current stream, and the Python-facing stream,
 // event and pinned-memory entry points of ember._C_cuda.
 #include <cuda_runtime.h>
+#include <atomic>
 
 #include <array>
 
@@ -19,6 +20,22 @@ int current_device() {
   int d = 0;
   EMBER_CUDA_CHECK(cudaGetDevice(&d));
   return d;
+}
+
+int multiprocessor_count() {
+  static std::atomic<int> counts[64] = {};
+  const int d = current_device();
+  if (d >= 64) {
+    int n = 0;
+    EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, d));
+    return n;
+  }
+  int n = counts[d].load(std::memory_order_relaxed);
+  if (n == 0) {
+    EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, d));
+    counts[d].store(n, std::memory_order_relaxed);
+  }
+  return n;
 }
 
 int device_count() {

@@ -1,6 +1,7 @@
 // CUDA kernels of the fused softmax / log_softmax, forward and backward
 // (kernels/stubs/nn_activation.h), computing in opmath_t (float for 16-bit floats)
-// as the CPU kernels: a max pass, a sum-of-exponentials pass, a write pass.
+// as the CPU kernels: a max pass, a sum-of-exponentials pass, a write pass (rows of up to
+// 8192 elements keep their values in registers between the passes).
 // The input is a contiguous [outer, dim, inner]; a row is (o, j) over the dim.
 //  * inner == 1: one block per row (rows are contiguous), block reductions by warp
 //    shuffles (reduce.cuh);
@@ -71,6 +72,46 @@ __global__ void softmax_rows_kernel(T* __restrict__ y, const T* __restrict__ x, 
     } else {
       const A inv = A(1) / sum;
       for (int64_t j = threadIdx.x; j < n; j += blockDim.x) yr[j] = T(exp_(A(xr[j]) - shift) * inv);
+    }
+  }
+}
+
+// Rows of up to VPT * blockDim.x elements: each thread keeps its VPT elements (and then their
+// exponentials) in registers, so x is read once instead of three times; the arithmetic and its
+// order are those of softmax_rows_kernel, so the results are the same bits.
+template <typename T, int VPT>
+__global__ void softmax_rows_cached_kernel(T* __restrict__ y, const T* __restrict__ x, int64_t rows,
+                                           int n, bool log) {
+  using A = opmath_t<T>;
+  __shared__ A smem[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    A v[VPT];
+    A m = -A(INFINITY);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int j = int(threadIdx.x) + i * int(blockDim.x);
+      v[i] = j < n ? A(xr[j]) : -A(INFINITY);
+      if (j < n) m = MaxOp<A>{}.combine(m, v[i]);
+    }
+    const A shift = shift_of(block_all(m, MaxOp<A>{}, smem));
+    A s = A(0);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int j = int(threadIdx.x) + i * int(blockDim.x);
+      if (j < n) {
+        const A e = exp_(v[i] - shift);
+        s += e;
+        if (!log) v[i] = e;
+      }
+    }
+    const A sum = block_all(s, AddOp<A>{}, smem);
+    const A off = log ? shift + log_(sum) : A(0), inv = A(1) / sum;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int j = int(threadIdx.x) + i * int(blockDim.x);
+      if (j < n) yr[j] = T(log ? v[i] - off : v[i] * inv);
     }
   }
 }
@@ -160,8 +201,24 @@ void softmax_kernel(const Tensor& out, const Tensor& in, SoftmaxShape s, bool lo
     T* y = reinterpret_cast<T*>(out.data_ptr());
     const T* x = reinterpret_cast<const T*>(in.data_ptr());
     if (s.inner == 1) {
-      softmax_rows_kernel<T>
-          <<<capped(s.outer), row_threads(s.dim), 0, current_stream()>>>(y, x, s.outer, s.dim, log);
+      const int threads = row_threads(s.dim);
+      const int64_t vpt = (s.dim + threads - 1) / threads;
+      auto cached = [&](auto k) {
+        k<<<capped(s.outer), threads, 0, current_stream()>>>(y, x, s.outer, int(s.dim), log);
+      };
+      if (vpt <= 1)
+        cached(softmax_rows_cached_kernel<T, 1>);
+      else if (vpt <= 2)
+        cached(softmax_rows_cached_kernel<T, 2>);
+      else if (vpt <= 4)
+        cached(softmax_rows_cached_kernel<T, 4>);
+      else if (vpt <= 8)
+        cached(softmax_rows_cached_kernel<T, 8>);
+      else if (vpt <= 16)
+        cached(softmax_rows_cached_kernel<T, 16>);
+      else
+        softmax_rows_kernel<T>
+            <<<capped(s.outer), threads, 0, current_stream()>>>(y, x, s.outer, s.dim, log);
     } else {
       const int64_t total = s.outer * s.inner;
       softmax_cols_kernel<T><<<capped((total + 255) / 256), 256, 0, current_stream()>>>(
