@@ -204,6 +204,37 @@ def test_sum_mean_prod():
           what="sum dtype=")
 
 
+def test_reduction_shapes_that_split():
+    """The CUDA reduction's three shapes (Note [Split CUDA reductions]): one block per output;
+    few long rows split over several blocks and combined by a partials pass; a contiguous kept
+    dim reduced one thread per output, its reduced positions split when the outputs are few."""
+    rng = seeded("split reductions")
+    for shape, dims in [((100003,), None), ((3, 40000), 1), ((40000, 3), 0), ((7, 20000), -1),
+                        ((5000, 7), 0), ((2, 30000, 3), 1), ((64, 513), 0), ((1, 9000), 1)]:
+        x = make(shape, "float32", rng)
+        kw = {} if dims is None else {"dim": dims}
+        check(lambda t: ember.sum(t, **kw), x, tol=(1e-5, 1e-3), what=f"sum {shape} {dims}")
+        check(lambda t: ember.var(t, **kw), x, tol=(1e-5, 1e-4), what=f"var {shape} {dims}")
+        if dims is not None:
+            check(lambda t: ember.max(t, dims), x, what=f"max {shape} {dims}")
+            check(lambda t: ember.argmin(t, dims), x, what=f"argmin {shape} {dims}")
+        xi = make(shape, "int64", rng)
+        check(lambda t: ember.sum(t, **kw), xi, what=f"int64 sum {shape} {dims}")
+        check(lambda t: ember.amax(t, **kw), xi, what=f"int64 amax {shape} {dims}")
+
+
+def test_casts_keep_wide_values():
+    """int64 and float64 values above 2**24 survive casts between them (CUDA once cast through
+    float), and 16-bit floats and bools convert as on the CPU."""
+    rng = seeded("wide casts")
+    big = ember.from_numpy(rng.integers(-(2**53), 2**53, size=64))
+    for dtype in (ember.float64, ember.int32, ember.float16, ember.bool):
+        check(lambda t: t.to(dtype), big, what=f"int64 -> {dtype}")
+    check(lambda t: t.to(ember.int64), big.to(ember.float64), what="float64 -> int64")
+    check(lambda t: t.to(ember.float32).to(ember.float64), big.to(ember.float64),
+          what="float64 -> float32 -> float64")
+
+
 def test_amax_amin_max_min_argmax_argmin():
     _run_reductions(ember.amax, ALL, "amax")
     _run_reductions(ember.amin, ALL, "amin")
@@ -468,8 +499,12 @@ def test_normal_and_exponential_match_the_cpu_closely(dtype_name):
 
 # ---- softmax -----------------------------------------------------------------------------------
 
+# rows of 1 to 8193 elements: each register-cached row width of the CUDA kernel (1, 2, 4, 8 and
+# 16 values per thread) at its bound, and past the last one the three-pass kernel
 SOFTMAX_GEOMS = [((4, 10), -1), ((4, 10), 0), ((2, 3, 4), 1), ((3, 1000), 1), ((3, 1000), 0),
-                 ((0, 5), 1), ((5, 0), 1), ((), 0), ((2, 700, 3), 1)]
+                 ((0, 5), 1), ((5, 0), 1), ((), 0), ((2, 700, 3), 1), ((2, 1), 1), ((2, 512), 1),
+                 ((2, 513), 1), ((2, 2048), 1), ((2, 4096), 1), ((2, 4097), 1), ((2, 8192), 1),
+                 ((2, 8193), 1)]
 
 
 @pytest.mark.parametrize("dtype_name", FLOATS)

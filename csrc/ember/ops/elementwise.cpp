@@ -181,8 +181,14 @@ static bool cpu_scalar(const Tensor& t) {
 
 // Where an op of `a` and `b` runs (PyTorch's TensorIterator device rule): the device of the
 // first operand that is not a CPU scalar; the CPU when every operand is one.
-static Device op_device(const Tensor& a, const Tensor& b) {
+Device op_device(const Tensor& a, const Tensor& b) {
   return cpu_scalar(a) && !b.device().is_cpu() ? b.device() : a.device();
+}
+
+void check_same_device_strict(const Tensor& a, const Tensor& b, const char* op) {
+  EMBER_CHECK(a.device() == b.device(), op,
+              ": Expected all tensors to be on the same device, but found at least two devices, ",
+              a.device().str(), " and ", b.device().str(), "!");
 }
 
 DType result_type(const Tensor& a, const Tensor& b) {

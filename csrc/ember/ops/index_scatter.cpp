@@ -24,14 +24,14 @@ int64_t check_gather_scatter(const char* op, const Tensor& self, int64_t dim, co
                              const Tensor* src) {
   EMBER_CHECK(index.dtype() == DType::Int64, op, "(): Expected dtype int64 for index, but got ",
               dtype_name(index.dtype()));
-  check_same_device(self, index, op);
+  check_same_device_strict(self, index, op);
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   dim = wrap_dim(dim, self.dim());
   EMBER_CHECK(std::max<int64_t>(index.dim(), 1) == nd,
               "Index tensor must have the same number of dimensions as ", src ? "self" : "input",
               " tensor (", op, ": index has ", index.dim(), ", self has ", self.dim(), ")");
   if (src) {
-    check_same_device(self, *src, op);  // the kernels read src on self's device
+    check_same_device_strict(self, *src, op);  // the kernels read src on self's device
     EMBER_CHECK(src->dtype() == self.dtype(), op,
                 "(): Expected self.dtype to be equal to src.dtype (got ", dtype_name(self.dtype()),
                 " and ", dtype_name(src->dtype()), ")");
@@ -321,8 +321,8 @@ const Tensor& index_add_impl(const Tensor& self, int64_t& dim, const Tensor& ind
               ") and source (", dtype_name(source.dtype()), ") must have the same scalar type");
   EMBER_CHECK(!(alpha.is_floating() && !is_floating(self.dtype())),
               "For integral input tensors, argument alpha must not be a floating point number.");
-  check_same_device(self, index, "index_add_");
-  check_same_device(self, source, "index_add_");
+  check_same_device_strict(self, index, "index_add_");
+  check_same_device_strict(self, source, "index_add_");
   check_no_internal_overlap(self, "index_add_");
   dim = wrap_dim(dim, self.dim());
   Tensor s1 = as_1d_if_scalar(self), src1 = as_1d_if_scalar(source);

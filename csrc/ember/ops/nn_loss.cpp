@@ -70,7 +70,7 @@ Tensor class_weight(const std::optional<Tensor>& weight, const Tensor& input, co
   EMBER_CHECK(
       weight->dim() == 1 && weight->numel() == C, "weight tensor should be defined either for all ",
       C, " classes or no classes but got weight tensor of shape: ", shape_str(weight->sizes()));
-  check_same_device(*weight, input, op);
+  check_same_device_strict(input, *weight, op);
   return contiguous(to_dtype(*weight, input.dtype()));
 }
 
@@ -78,7 +78,7 @@ Tensor nll_impl(const Tensor& input, const Tensor& target, const std::optional<T
                 Reduction red, int64_t ignore_index, bool ce) {
   const char* op = ce ? "cross_entropy" : "nll_loss";
   check_class_target(input, target, op);
-  check_same_device(input, target, op);
+  check_same_device_strict(input, target, op);
   Tensor w = class_weight(weight, input, op);
   Tensor w_in = weight ? *weight : Tensor();
   autograd::RecordScope scope({&input, &w_in});

@@ -39,7 +39,7 @@ int64_t spatial(const Tensor& x) {
 Tensor param(const OptTensor& t, const Tensor& x, int64_t n, const char* what, const char* op) {
   if (!t) return Tensor();
   EMBER_CHECK(t->numel() == n, op, ": ", what, " should contain ", n, " elements not ", t->numel());
-  check_same_device(*t, x, op);
+  check_same_device_strict(x, *t, op);
   return t->dtype() == x.dtype() ? *t : to_dtype(*t, x.dtype());
 }
 

@@ -85,5 +85,11 @@ Tensor scalar_tensor(Scalar s, DType dtype, Device device = Device());
 void check_no_overlap(const Tensor& out, const Tensor& in, const char* op);
 void check_no_internal_overlap(const Tensor& out, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+/// As check_same_device, without the CPU-scalar exemption: for operands a kernel reads on
+/// a's device (indices, targets, sources), which PyTorch also refuses from another device.
+void check_same_device_strict(const Tensor& a, const Tensor& b, const char* op);
+/// Where an op of a and b runs: the device of the first that is not a CPU scalar (a Python
+/// number or a 0-d CPU tensor), else the CPU (PyTorch's TensorIterator rule).
+Device op_device(const Tensor& a, const Tensor& b);
 
 }  // namespace ember

@@ -309,7 +309,8 @@ const Tensor& bernoulli_(const Tensor& self, const Tensor& p, const Generator& g
   check_same_device(self, p, "bernoulli_");
   EMBER_CHECK(p.dtype() != DType::Bool,
               "bernoulli_: expected a floating point or integer p tensor, got bool");
-  Tensor pe = contiguous(to_dtype(expand_to(p, self.sizes(), "bernoulli_"), DType::Float64));
+  Tensor pe = contiguous(
+      to_dtype(expand_to(to_device(p, self.device()), self.sizes(), "bernoulli_"), DType::Float64));
   if (self.numel() == 0) {
     self.bump_version();
     return self;
@@ -426,7 +427,7 @@ Tensor normal(const Tensor& mean, const Tensor& std, const Generator& gen) {
                   " at flat index ", i, ")");
   }
   Shape shape = broadcast_shapes(mean.sizes(), std.sizes());
-  Tensor out = empty(shape, dt, mean.device());
+  Tensor out = empty(shape, dt, op_device(mean, std));
   normal_(out, 0, 1, gen);
   binary_(BinaryOp::mul, out, std);
   binary_(BinaryOp::add, out, mean);

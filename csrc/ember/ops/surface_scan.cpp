@@ -151,8 +151,8 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
   EMBER_CHECK(src.dtype() == self.dtype(), op,
               "(): Expected self.dtype to be equal to src.dtype, but got ",
               dtype_name(self.dtype()), " and ", dtype_name(src.dtype()));
-  check_same_device(self, index, op);  // the kernels read all three on self's device
-  check_same_device(self, src, op);
+  check_same_device_strict(self, index, op);  // the kernels read all three on self's device
+  check_same_device_strict(self, src, op);
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   dim = wrap_dim(dim, nd);
   EMBER_CHECK(index.dim() == self.dim() && src.dim() == self.dim(), op,

@@ -182,16 +182,7 @@ void copy_kernel(TensorIterator& it) {
   // moved to the GPU, x.copy_(0-d CPU tensor)) is a fill: the value travels as a kernel
   // argument, with no transfer and no synchronization.
   if (dst_gpu && single_value(src)) {
-    const Scalar v = dispatch_all(src.dtype(), "copy_", [&](auto tag) -> Scalar {
-      using I = typename decltype(tag)::type;
-      const I x = *reinterpret_cast<const I*>(src.data_ptr());
-      if constexpr (std::is_same<I, bool>::value)
-        return Scalar(x);
-      else if constexpr (std::is_integral<I>::value)
-        return Scalar(int64_t(x));
-      else
-        return Scalar(double(x));
-    });
+    Scalar v = local_scalar(make_view(src, Shape{}, Shape{}, src.storage_offset()), "copy_");
     return fill(it, v);
   }
   bool same = dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
