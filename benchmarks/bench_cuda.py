@@ -134,9 +134,13 @@ def run(python, lib, cases, env=None):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def fmt(name, t):
+def fmt(name, t, notes=None):
+    """The cell for a case's time; an error becomes "n/a [k]", its text listed under the table."""
     if not isinstance(t, float):
-        return t
+        if notes is None:
+            return str(t)
+        notes.append(str(t))
+        return f"n/a [{len(notes)}]"
     amount, flops, _ = CASES[name]
     if amount == 0:
         return f"{t * 1e6:.2f} us"
@@ -164,15 +168,18 @@ def main():
                     None)
     theirs = run(torch_py, "torch", cases) if torch_py else {k: "n/a" for k in cases}
     w = max(len(k) for k in cases) + 2
-    print(f"{'case':<{w}}{'ember':>28}{'PyTorch':>28}{'ember/torch time':>18}")
+    notes = []
+    print(f"{'case':<{w}}{'ember':>16}{'PyTorch':>16}{'ember/torch time':>18}")
     for k in cases:
         a, b = ours.get(k), theirs.get(k)
         ratio = f"{a / b:.2f}x" if isinstance(a, float) and isinstance(b, float) else "n/a"
-        print(f"{k:<{w}}{fmt(k, a):>28}{fmt(k, b):>28}{ratio:>18}")
+        print(f"{k:<{w}}{fmt(k, a, notes):>16}{fmt(k, b, notes):>16}{ratio:>18}")
         extra = k + " [cudaMalloc in 20 steps]"
         if extra in ours or extra in theirs:
-            print(f"{'  cudaMalloc calls in 20 more steps':<{w}}{str(ours.get(extra, 'n/a')):>28}"
-                  f"{str(theirs.get(extra, 'n/a')):>28}")
+            print(f"{'  cudaMalloc calls in 20 more steps':<{w}}{str(ours.get(extra, 'n/a')):>16}"
+                  f"{str(theirs.get(extra, 'n/a')):>16}")
+    for i, n in enumerate(notes, 1):
+        print(f"[{i}] {n}")
 
 
 if __name__ == "__main__":
