@@ -2,11 +2,10 @@
 // same TensorIterator geometry as the CPU loops.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-
 #include "ember/backends/cuda/cuda_backend.h"
 #include "ember/backends/cuda/cuda_check.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/elementwise_kernels.h"
 #include "ember/kernels/registration.h"
 #include "ember/ops/ops.h"  // copy_ (staging); see KNOWN in tests/test_layering.py
 
@@ -46,33 +45,16 @@ OffsetCalc make_calc(const TensorIterator& it) {
   return c;
 }
 
-template <typename T>
-constexpr bool kHalfLike = std::is_same<T, Half>::value || std::is_same<T, BFloat16>::value;
-
-// The CPU's conversions: 16-bit floats through float, everything else a static_cast (int64 and
-// double round-trip exactly; converting through float, as this once did, rounded int64 and
-// float64 values above 2^24).
-template <typename O, typename I>
-__device__ __forceinline__ O cast_to(I v) {
-  if constexpr (std::is_same<O, bool>::value) {
-    if constexpr (kHalfLike<I>)
-      return float(v) != 0.0f;
-    else
-      return v != I(0);
-  } else if constexpr (kHalfLike<I> || kHalfLike<O>) {
-    return O(float(v));
-  } else {
-    return static_cast<O>(v);
-  }
-}
-
 template <typename O, typename I>
 __global__ void cast_kernel(char* out, const char* in, OffsetCalc calc, int64_t n) {
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   int64_t off[2];
   calc.offsets(i, off);
-  *reinterpret_cast<O*>(out + off[0]) = cast_to<O>(*reinterpret_cast<const I*>(in + off[1]));
+  // the CPU's conversion (CastTo); this once went through float for every pair, rounding
+  // int64 and float64 values above 2^24
+  *reinterpret_cast<O*>(out + off[0]) =
+      elementwise::CastTo<O, I>{}(opmath_t<I>(*reinterpret_cast<const I*>(in + off[1])));
 }
 
 template <typename T>
@@ -93,15 +75,11 @@ __global__ void fill_kernel(char* out, OffsetCalc calc, T v, int64_t n) {
   *reinterpret_cast<T*>(out + off[0]) = v;
 }
 
-// A contiguous fill: a grid-stride loop with no offset arithmetic.
+// A contiguous fill: no offset arithmetic.
 template <typename T>
 __global__ void fill_contiguous_kernel(T* __restrict__ out, T v, int64_t n) {
-  const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) out[i] = v;
-}
-
-unsigned grid_for(int64_t n) {
-  return unsigned(std::min<int64_t>((n + 255) / 256, int64_t(multiprocessor_count()) * 16));
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = v;
 }
 
 int blocks(int64_t n) { return int((n + 255) / 256); }
@@ -220,8 +198,8 @@ void fill(TensorIterator& it, Scalar v) {
   dispatch_all(it.dtype(0), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (contiguous)
-      fill_contiguous_kernel<T><<<grid_for(n), 256, 0, current_stream()>>>(
-          reinterpret_cast<T*>(it.data(0)), v.to<T>(), n);
+      fill_contiguous_kernel<T>
+          <<<blocks(n), 256, 0, current_stream()>>>(reinterpret_cast<T*>(it.data(0)), v.to<T>(), n);
     else
       fill_kernel<T><<<blocks(n), 256, 0, current_stream()>>>(it.data(0), calc, v.to<T>(), n);
   });
