@@ -69,9 +69,13 @@ def run(x, w, b, gy, kw, noncontig=False):
     return out + ([be.grad.numpy()] if be is not None else [])
 
 
+# Whether the CPU has AVX-512, where oneDNN also takes images of fewer than 196 outputs.
+AVX512 = ember._C._get_supported_cpu_capability() == "avx512"
+
 # (x shape, w shape, conv2d kwargs, lo, hi, stride, dil, oneDNN calls for fwd+bwd): oneDNN
-# takes the forward and the input gradient of k > 1 kernels with >= 196 output positions and
-# channels in multiples of 8 (two calls), the weight gradient never
+# takes the forward and the input gradient of k > 1 kernels with channels in multiples of 8
+# (two calls; with AVX2 only on >= 196 output positions), the forward of a 7x7 kernel over
+# other channel counts (one call), the weight gradient never
 CASES = [
     ((2, 8, 15, 17), (16, 8, 3, 3), dict(padding=1), (1, 1), (1, 1), (1, 1), (1, 1), 2),
     ((3, 16, 30, 29), (8, 16, 3, 3), dict(stride=2, padding=1), (1, 1), (1, 1), (2, 2), (1, 1),
@@ -82,7 +86,11 @@ CASES = [
     ((2, 8, 45, 45), (8, 8, 3, 3), dict(stride=3), (0, 0), (0, 0), (3, 3), (1, 1), 2),
     # the floor drops the last input column: a negative end padding, declined
     ((2, 8, 46, 46), (8, 8, 3, 3), dict(stride=3), (0, 0), (0, 0), (3, 3), (1, 1), 0),
-    ((2, 16, 9, 9), (8, 16, 3, 3), dict(padding=1), (1, 1), (1, 1), (1, 1), (1, 1), 0),  # small
+    ((2, 16, 9, 9), (8, 16, 3, 3), dict(padding=1), (1, 1), (1, 1), (1, 1), (1, 1),
+     2 if AVX512 else 0),  # small
+    # a ResNet stem: 3 channels, 7x7, stride 2 (forward only)
+    ((2, 3, 30, 28), (8, 3, 7, 7), dict(stride=2, padding=3), (3, 3), (3, 3), (2, 2), (1, 1), 1),
+    ((2, 3, 16, 16), (8, 3, 5, 5), dict(padding=2), (2, 2), (2, 2), (1, 1), (1, 1), 0),  # 5x5
     ((2, 16, 15, 15), (32, 16, 1, 1), dict(), (0, 0), (0, 0), (1, 1), (1, 1), 0),  # 1x1
     ((3, 1, 18, 20), (8, 1, 3, 3), dict(), (0, 0), (0, 0), (1, 1), (1, 1), 0),  # one channel in
     ((2, 16, 16, 16), (16, 4, 3, 3), dict(padding=1, groups=4), (1, 1), (1, 1), (1, 1), (1, 1),
@@ -186,6 +194,26 @@ def test_onednn_switched_off_by_environment():
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True, timeout=120, check=True).stdout.split()
     assert out == ["False", str(float(8 * 9 * 8 * 9))], out
+
+
+@pytest.mark.skipif(not mkldnn.is_available(), reason="oneDNN (libdnnl) is not installed")
+def test_onednn_keeps_to_one_thread():
+    """Note [oneDNN's OpenMP threads]: at ember.set_num_threads(1) oneDNN starts no OpenMP
+    team. The first plan of a process used to be made before OpenMP was held at one thread,
+    and ran on every core (one more thread per core in /proc/self/task)."""
+    script = ("import os, ember, ember.nn.functional as F\n"
+              "ember.set_num_threads(1)\n"
+              "x = ember.randn(2, 8, 20, 20); w = ember.randn(8, 8, 3, 3)\n"
+              # ember's own kernels first (a 1x1 kernel): their threads are not counted
+              "F.conv2d(x + 1, w[:, :, :1, :1])\n"
+              "before = len(os.listdir('/proc/self/task'))\n"
+              "calls = ember._C._onednn_conv_calls()\n"
+              "for _ in range(3): F.conv2d(x, w, padding=1)\n"
+              "print(ember._C._onednn_conv_calls() - calls, len(os.listdir('/proc/self/task')) - before)")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "EMBER_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out == ["3", "0"], out
 
 
 def _check_on_threads(rng, threads, x_shape, w_shape, bias):

@@ -27,6 +27,7 @@
 
 #include "ember/backends/cpu/capability.h"
 #include "ember/backends/cpu/conv_onednn.h"
+#include "ember/core/allocator.h"
 #include "ember/core/flags.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/stubs/nn_conv.h"
@@ -101,18 +102,26 @@ const Api* api() {
 enum Pass : int { kFwd = 0, kBwdData = 1, kBwdWeights = 2 };
 
 // Which passes oneDNN takes: where it measured faster than ember's own kernels
-// (docs/ARCHITECTURE.md, "oneDNN"; 1 thread, process clock). Its blocked AVX2 kernels
-// beat im2col + GEMM in the forward and the input gradient of spatial (k > 1)
-// kernels on images of 14x14 outputs and more with channels in multiples of 8
-// (ResNet's 56x56..14x14 3x3 stages: forward 35 -> 28 ms, input gradient 39 -> 18 ms
-// at 64 channels on 56x56, batch 8). ember's own kernels stay faster for the weight
-// gradient (its per-image GEMMs into per-slab partial sums), for 1x1 kernels (a GEMM
-// on the image itself, no reorders), for 7x7 images (the batch-chunk GEMM) and for
-// one input channel (the direct kernel).
+// (docs/ARCHITECTURE.md, "oneDNN"; 1 thread). Its blocked kernels beat im2col + GEMM in the
+// forward and the input gradient of spatial (k > 1) kernels with channels in multiples of 8
+// (ResNet's 3x3 stages: forward 35 -> 28 ms, input gradient 39 -> 18 ms at 64 channels on
+// 56x56, batch 8, measured with AVX2). With AVX2 it lost on images smaller than 14x14
+// outputs (the batch-chunk GEMM won); with AVX-512 (oneDNN's brgemm kernels) it wins there
+// too: ResNet's 512-channel 7x7 stage forward 21 -> 15 ms, forward + backward 60 -> 51 ms,
+// 64 channels on 4x4 forward 0.72 -> 0.26 ms (batch 32). With other channel counts ember's
+// kernels stay faster (3x3 and 5x5 stems of 3 channels: 24 vs 28 ms for VGG's at batch 8),
+// except the forward of a 7x7 stem (ResNet's conv1: 27 -> 21 ms at batch 8, 3.4 -> 2.3 ms
+// at batch 1); its input gradient is 2x slower on oneDNN. ember's own kernels also stay
+// faster for the weight gradient (its per-image GEMMs into per-slab partial sums), for 1x1
+// kernels (a GEMM on the image itself, no reorders; equal at ResNet's shapes) and for one
+// input channel (the direct kernel: 0.36 vs 1.27 ms for the tutorial's first layer).
 bool onednn_wanted(Pass pass, int64_t groups, int64_t C, int64_t Co, const ConvGeom& g) {
-  if (pass == kBwdWeights || groups != 1) return false;
-  if (C % 8 != 0 || Co % 8 != 0 || g.k[1] * g.k[2] == 1) return false;
-  return g.out[1] * g.out[2] >= 196;
+  if (pass == kBwdWeights || groups != 1 || C == 1) return false;
+  const int64_t area = g.k[1] * g.k[2];
+  if (area == 1) return false;
+  if (C % 8 != 0 || Co % 8 != 0) return pass == kFwd && area >= 49;
+  static const bool avx512 = supported_cpu_capability() == CpuCapability::AVX512;
+  return avx512 || g.out[1] * g.out[2] >= 196;
 }
 
 std::atomic<int64_t> calls{0};
@@ -149,26 +158,34 @@ struct Plan {
 
 bool ok(dnnl_status_t s) { return s == dnnl_success; }
 
-// Per-thread scratch buffers (64-byte aligned), one per operand slot.
+// Note [oneDNN's OpenMP threads]
+// oneDNN sizes a primitive's work split from omp_get_max_threads() when the primitive is
+// *created*, and runs it with `omp parallel num_threads(n)`, which overrides the calling
+// thread's setting at execution. So the thread count is pinned to one before a plan is made,
+// not only before it runs: the first plan of a process used to be made before that, and ran
+// on every core under ember.set_num_threads(1) (ResNet-18's 56x56 stage on two cores at
+// "one thread").
+void one_omp_thread(const Api* a) {
+  if (a->omp_set_num_threads) a->omp_set_num_threads(1);
+}
+
+// Scratch for one call: blocked copies of the operands, from ember's caching allocator
+// (Note [Caching host allocator]), so that steady-state calls reuse warm blocks of exactly
+// their size, 2-MiB aligned and huge-page advised where large.
 struct Scratch {
-  struct Buf {
-    void* p = nullptr;
-    size_t n = 0;
-    ~Buf() { std::free(p); }
-    void* get(size_t bytes) {
-      if (bytes > n) {
-        std::free(p);
-        n = (bytes + 63) / 64 * 64;
-        p = std::aligned_alloc(64, n);
-      }
-      return p;
-    }
-  } buf[4];
+  DataPtr buf[3];
+  ~Scratch() {
+    for (auto& b : buf)
+      if (b.deleter) b.deleter(b.ctx);
+  }
+  void* get(int i, size_t bytes) {
+    buf[i] = cpu_allocator()->allocate(bytes);
+    return buf[i].ptr;
+  }
 };
 
 struct Cache {
   std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> plans;
-  Scratch scratch;
   dnnl_stream_t stream = nullptr;
   ~Cache() {
     const Api* a = api();
@@ -220,6 +237,7 @@ Plan* plan_for(Pass pass, int64_t N, int64_t Co, bool bias, const ConvGeom& g) {
   if (it != c.plans.end()) return it->second.get();
   if (c.plans.size() > 256) c.plans.clear();  // (leaks nothing: unique_ptr; primitives below)
   const Api* a = api();
+  one_omp_thread(a);
   // pad_r such that the output sizes come out as ember computed them (padding='same'
   // pads the end more); oneDNN takes dilation minus one
   int64_t pad_r[2];
@@ -325,8 +343,8 @@ bool exec(dnnl_primitive_t p, std::vector<dnnl_exec_arg_t> args) {
 // Runs the plan: in0, in1 are the user inputs (NCHW / OIHW), out the user output.
 bool run_pass(Pass pass, Plan& p, const void* in0, const void* in1, void* out, const void* bias) {
   const Api* a = api();
-  if (a->omp_set_num_threads) a->omp_set_num_threads(1);
-  Scratch& s = cache().scratch;
+  one_omp_thread(a);
+  Scratch s;
   const void* ins[2] = {in0, in1};
   std::unique_ptr<Mem> inner[3];
   for (int i = 0; i < 2; ++i) {
@@ -335,10 +353,10 @@ bool run_pass(Pass pass, Plan& p, const void* in0, const void* in1, void* out, c
       continue;
     }
     Mem user(p.user[i], const_cast<void*>(ins[i]));
-    inner[i] = std::make_unique<Mem>(p.re[i].inner, s.buf[i].get(p.re[i].bytes));
+    inner[i] = std::make_unique<Mem>(p.re[i].inner, s.get(i, p.re[i].bytes));
     if (!exec(p.re[i].prim, {{DNNL_ARG_FROM, user.m}, {DNNL_ARG_TO, inner[i]->m}})) return false;
   }
-  inner[2] = std::make_unique<Mem>(p.re[2].inner, p.re[2].prim ? s.buf[2].get(p.re[2].bytes) : out);
+  inner[2] = std::make_unique<Mem>(p.re[2].inner, p.re[2].prim ? s.get(2, p.re[2].bytes) : out);
   std::vector<dnnl_exec_arg_t> args;
   std::unique_ptr<Mem> b;
   if (pass == kFwd) {
