@@ -186,6 +186,26 @@ def test_adaptive_none_and_1d(device, rng):
                                np_adaptive(y[:, :, None], (1, 4), np.max)[:, :, 0])
 
 
+def test_global_average_pool_is_a_mean(device, rng):
+    """Every output size 1 runs as a mean over the pooled dims, as PyTorch's (MeanBackward1),
+    over a non-contiguous input and float32 too."""
+    x = rng.standard_normal((3, 5, 6, 4))
+    xe = t(x, device).transpose(2, 3)
+    assert not xe.is_contiguous()
+    y = F.adaptive_avg_pool2d(xe, 1)
+    assert y.shape == (3, 5, 1, 1)
+    np.testing.assert_allclose(y.cpu().numpy(), x.mean(axis=(2, 3), keepdims=True), atol=1e-12)
+    y32 = F.adaptive_avg_pool2d(t(x, device, ember.float32), (1, 1))
+    assert y32.dtype == ember.float32
+    np.testing.assert_allclose(y32.cpu().numpy(), x.mean(axis=(2, 3), keepdims=True), atol=1e-6)
+    np.testing.assert_allclose(F.adaptive_avg_pool1d(t(x[0], device), 1).cpu().numpy(),
+                               x[0].mean(axis=2, keepdims=True), atol=1e-12)
+    assert F.adaptive_avg_pool2d(t(np.zeros((0, 5, 3, 3)), device), 1).shape == (0, 5, 1, 1)
+    xg = t(x[:2, :2], device, grad=True)
+    assert type(F.adaptive_avg_pool2d(xg, 1).grad_fn).__name__ == "MeanBackward1"
+    assert gradgradcheck(lambda a: F.adaptive_avg_pool2d(a, 1), (xg,))
+
+
 def test_max_unpool2d(device, rng):
     x = rng.standard_normal((2, 3, 6, 6))
     out, idx = F.max_pool2d(t(x, device), 2, return_indices=True)

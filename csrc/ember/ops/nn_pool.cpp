@@ -300,6 +300,15 @@ Tensor adaptive_avg_pool(const Tensor& x, int64_t nsp, const Shape& output_size,
               adaptive_avg_pool, x, nsp, output_size, op);
   check_input(x, nsp, op);
   auto g = adaptive_geom(x, nsp, output_size, op);
+  // Every output size 1 (global average pooling, ResNet's head) is a mean over the pooled
+  // dims, as in PyTorch (whose grad_fn is then MeanBackward1 too): the reduction engine's
+  // vectorized rows instead of one window per plane (0.71 -> 0.03 ms for 8x512x7x7).
+  if (is_floating(x.dtype()) &&
+      std::all_of(output_size.begin(), output_size.end(), [](int64_t v) { return v == 1; })) {
+    Shape dims;
+    for (int64_t i = 1; i <= nsp; ++i) dims.push_back(-i);
+    return mean(x, dims, true);
+  }
   return avg_pool_apply(x, g, out_shape(x, nsp, *g), false);
 }
 
