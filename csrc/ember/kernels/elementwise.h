@@ -63,6 +63,9 @@ extern DispatchStub<IterKernel> binary_stubs[int(BinaryOp::Count)];
 extern DispatchStub<IterKernel> copy_stub;
 /// where: out <- cond ? a : b (operands out, cond, a, b; a and b share out's dtype).
 extern DispatchStub<IterKernel> where_stub;
+/// lerp: out <- fn::Lerp(start, end, weight) in opmath_t (operands out, start, end, weight,
+/// all of out's floating dtype).
+extern DispatchStub<IterKernel> lerp_stub;
 /// fill: every element of operand 0 <- the scalar.
 extern DispatchStub<void (*)(TensorIterator&, Scalar)> fill_stub;
 

@@ -531,6 +531,19 @@ struct LogicalXor {
   }
 };
 
+// ---- ternary ---------------------------------------------------------------
+/// PyTorch's lerp (torch.lerp, and the optimizers' moving averages): start + w * (end -
+/// start) for |w| < 0.5, else end - (end - start) * (1 - w), so that w = 0 gives start and
+/// w = 1 gives end exactly, with the same rounding on both sides of 0.5. A NaN weight
+/// takes the second form (NaN either way).
+struct Lerp {
+  template <typename T>
+  EMBER_F T operator()(T start, T end, T w) const {
+    const T d = end - start;
+    return (w < T(0.5) && w > T(-0.5)) ? start + w * d : end - d * (T(1) - w);
+  }
+};
+
 #undef EMBER_F
 }  // namespace fn
 }  // namespace ember

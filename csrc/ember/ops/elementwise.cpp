@@ -26,6 +26,7 @@ DispatchStub<IterKernel> binary_stubs[int(BinaryOp::Count)] = {
 };
 DispatchStub<IterKernel> copy_stub("copy_");
 DispatchStub<IterKernel> where_stub("where");
+DispatchStub<IterKernel> lerp_stub("lerp");
 DispatchStub<void (*)(TensorIterator&, Scalar)> fill_stub("fill_");
 
 const char* op_name(UnaryOp op) { return unary_stubs[int(op)].name; }
@@ -537,22 +538,64 @@ Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optio
   return r;
 }
 
+// lerp's checks and its one pass of fn::Lerp (lerp_stub), into `out_opt` (in place when it
+// is `start`) or a new tensor. It runs on the device of the first operand that is not a CPU
+// scalar; a number weight is cast to start's dtype first, as PyTorch's lerp.Scalar.
+static Tensor run_lerp(const Tensor& start, const Tensor& end, const Tensor& weight,
+                       const Tensor* out_opt, const char* name) {
+  EMBER_CHECK(start.dtype() == end.dtype(), name, ": expected dtype ", dtype_name(start.dtype()),
+              " for `end` but got dtype ", dtype_name(end.dtype()));
+  EMBER_CHECK(is_floating(start.dtype()), name, ": expected a floating-point `start`, got ",
+              dtype_name(start.dtype()));
+  EMBER_CHECK(weight.impl()->wrapped_number || weight.dtype() == start.dtype(), name,
+              ": expected dtype ", dtype_name(start.dtype()), " for `weight` but got dtype ",
+              dtype_name(weight.dtype()));
+  check_same_device(start, end, name);
+  check_same_device(start, weight, name);
+  Device dev = start.device();
+  for (const Tensor* t : {&start, &end, &weight})
+    if (!cpu_scalar(*t)) {
+      dev = t->device();
+      break;
+    }
+  const DType dt = start.dtype();
+  auto on = [&](const Tensor& t) {
+    return t.dtype() == dt && t.device() == dev ? t : to_device(to_dtype(t, dt), dev);
+  };
+  const Tensor cs = on(start), ce = on(end), cw = on(weight);
+  Shape shape = broadcast_shapes(broadcast_shapes(start.sizes(), end.sizes()), weight.sizes());
+  Tensor out;
+  bool direct = false;
+  if (out_opt) {
+    prepare_out(*out_opt, start, shape, name);
+    check_no_internal_overlap(*out_opt, name);
+    for (const Tensor* t : {&cs, &ce, &cw}) check_no_overlap(*out_opt, *t, name);
+    check_result_cast(dt, out_opt->dtype());
+    direct = out_opt->dtype() == dt && out_opt->device() == dev;
+    out = direct ? *out_opt : empty(shape, dt, dev);
+  } else {
+    out = empty(shape, dt, dev);
+  }
+  {
+    autograd::GradModeGuard no_grad(false);
+    TensorIterator it({out, cs, ce, cw}, 1, shape);
+    lerp_stub.get(dev)(it);
+  }
+  if (out_opt) {
+    if (!direct)
+      copy_(*out_opt, out);
+    else
+      out_opt->bump_version(name);
+    return *out_opt;
+  }
+  return out;
+}
+
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
   EMBER_TRACE("aten::lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", lerp, start,
               end, weight);
-  EMBER_CHECK(start.dtype() == end.dtype(), "lerp: expected dtype ", dtype_name(start.dtype()),
-              " for `end` but got dtype ", dtype_name(end.dtype()));
-  EMBER_CHECK(is_floating(start.dtype()), "lerp: expected a floating-point `start`, got ",
-              dtype_name(start.dtype()));
   autograd::RecordScope rs({&start, &end, &weight});
-  const Tensor& w = weight;
-  Tensor diff = binary(BinaryOp::sub, end, start);
-  Tensor lo = binary(BinaryOp::add, start, binary(BinaryOp::mul, w, diff));
-  Tensor one_minus = binary(BinaryOp::sub, wrap_scalar(Scalar(1.0)), w);
-  Tensor hi = binary(BinaryOp::sub, end, binary(BinaryOp::mul, diff, one_minus));
-  Tensor small = binary(BinaryOp::lt, unary(UnaryOp::abs, w), wrap_scalar(Scalar(0.5)));
-  Tensor r = where(small, lo, hi);
-  if (r.dtype() != start.dtype()) r = to_dtype(r, start.dtype());
+  Tensor r = run_lerp(start, end, weight, nullptr, "lerp");
   rs.done();
   if (rs.rec) {
     // One node as PyTorch's: LerpBackward0 for a number weight, LerpBackward1 for a tensor.
@@ -584,6 +627,27 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
     node->saved.emplace_back(weight, false);
   }
   return r;
+}
+
+Tensor& lerp_out(const Tensor& start, const Tensor& end, const Tensor& weight, const Tensor& out) {
+  EMBER_TRACE(
+      "aten::lerp.Tensor_out(Tensor self, Tensor end, Tensor weight, *, Tensor out) -> Tensor",
+      lerp_out, start, end, weight, out);
+  autograd::check_out_not_differentiable("lerp", {&start, &end, &weight, &out});
+  run_lerp(start, end, weight, &out, "lerp");
+  return const_cast<Tensor&>(out);
+}
+
+const Tensor& lerp_(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  EMBER_TRACE("aten::lerp_.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", lerp_, self,
+              end, weight);
+  if (autograd::inplace_records(self, {&end, &weight})) {
+    check_no_internal_overlap(self, "lerp_");
+    return autograd::inplace_with_grad(self, "lerp_", true,
+                                       [&](const Tensor& s) { return lerp(s, end, weight); });
+  }
+  run_lerp(self, end, weight, &self, "lerp_");
+  return self;
 }
 
 double finfo_max(DType t) {

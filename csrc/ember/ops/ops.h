@@ -47,6 +47,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clamp(const Tensor& a, const std::optional<Tensor>& min, const std::optional<Tensor>& max);
 /// start + weight * (end - start), in PyTorch's two-sided form for accuracy near weight = 1.
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+Tensor& lerp_out(const Tensor& start, const Tensor& end, const Tensor& weight, const Tensor& out);
+const Tensor& lerp_(const Tensor& self, const Tensor& end, const Tensor& weight);
 /// NaN -> nan, +inf -> posinf (default: the dtype's max), -inf -> neginf (default: lowest).
 Tensor nan_to_num(const Tensor& a, double nan, std::optional<double> posinf,
                   std::optional<double> neginf);

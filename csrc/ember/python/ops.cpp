@@ -480,17 +480,28 @@ void bind_ternary_and_promotion(py::module_& m) {
       },
       py::name("round_"), py::is_method(cls), py::kw_only(), py::arg("decimals") = 0);
   cls.attr("__round__") = cls.attr("round");
-  auto lerp_py = [](const Tensor& a, const Tensor& b, py::handle w) {
-    return lerp(a, b, tensor_or_scalar(w, "lerp", "weight"));
-  };
-  m.def("lerp", lerp_py, py::arg("input"), py::arg("end"), py::arg("weight"));
-  cls.def("lerp", lerp_py, py::arg("end"), py::arg("weight"));
+  m.def(
+      "lerp",
+      [](const Tensor& a, const Tensor& b, py::handle w, py::handle out) -> py::object {
+        Tensor wt = tensor_or_scalar(w, "lerp", "weight");
+        if (const Tensor* o = out_arg(out, "lerp")) {
+          lerp_out(a, b, wt, *o);
+          return py::reinterpret_borrow<py::object>(out);
+        }
+        return wrap(lerp(a, b, wt));
+      },
+      py::arg("input"), py::arg("end"), py::arg("weight"), py::kw_only(),
+      py::arg("out") = py::none());
+  cls.def(
+      "lerp",
+      [](const Tensor& a, const Tensor& b, py::handle w) {
+        return lerp(a, b, tensor_or_scalar(w, "lerp", "weight"));
+      },
+      py::arg("end"), py::arg("weight"));
   cls.def(
       "lerp_",
       [](const Tensor& a, const Tensor& b, py::handle w) {
-        Tensor wt = tensor_or_scalar(w, "lerp", "weight");
-        return inplace_composite(a, "lerp_", {&b, &wt},
-                                 [&](const Tensor& src) { return lerp(src, b, wt); });
+        return lerp_(a, b, tensor_or_scalar(w, "lerp_", "weight"));
       },
       py::arg("end"), py::arg("weight"));
   auto nan_to_num_py = [](const Tensor& a, double nan, std::optional<double> posinf,

@@ -187,6 +187,56 @@ void where_kernel(TensorIterator& it) {
   }
 }
 
+// lerp (fn::Lerp) in one pass. The contiguous case, with a tensor weight or one weight
+// for every element (the optimizers' and EMA's `a.lerp_(b, 0.1)`), vectorizes; the composite
+// it replaces was eight ops and 3x PyTorch's time.
+template <typename T>
+void lerp_loop(char** d, const int64_t* s, int64_t n) {
+  using M = opmath_t<T>;
+  constexpr int64_t es = sizeof(T);
+  const fn::Lerp f;
+  if (s[0] == es && s[1] == es && s[2] == es && (s[3] == es || s[3] == 0)) {
+    T* __restrict o = reinterpret_cast<T*>(d[0]);
+    const T* __restrict a = reinterpret_cast<const T*>(d[1]);
+    const T* __restrict b = reinterpret_cast<const T*>(d[2]);
+    const T* __restrict w = reinterpret_cast<const T*>(d[3]);
+    const bool w1 = s[3] == 0;
+    if constexpr (kHalfVec<T>) {
+      // float16 through float chunks, converted eight at a time (Note [Half loops])
+      float fa[kHalfChunk], fb[kHalfChunk], fw[kHalfChunk];
+      const float w0 = float(*w);
+      for (int64_t c = 0; c < n; c += kHalfChunk) {
+        const int64_t m = std::min(kHalfChunk, n - c);
+        half_to_float(a + c, fa, m);
+        half_to_float(b + c, fb, m);
+        if (w1) {
+          for (int64_t j = 0; j < m; ++j) fa[j] = f(fa[j], fb[j], w0);
+        } else {
+          half_to_float(w + c, fw, m);
+          for (int64_t j = 0; j < m; ++j) fa[j] = f(fa[j], fb[j], fw[j]);
+        }
+        float_to_half(fa, o + c, m);
+      }
+    } else if (w1) {
+      const M w0 = M(*w);
+      for (int64_t i = 0; i < n; ++i) o[i] = T(f(M(a[i]), M(b[i]), w0));
+    } else {
+      for (int64_t i = 0; i < n; ++i) o[i] = T(f(M(a[i]), M(b[i]), M(w[i])));
+    }
+    return;
+  }
+  auto at = [&](int k, int64_t i) { return M(*reinterpret_cast<const T*>(d[k] + i * s[k])); };
+  for (int64_t i = 0; i < n; ++i)
+    *reinterpret_cast<T*>(d[0] + i * s[0]) = T(f(at(1, i), at(2, i), at(3, i)));
+}
+
+void lerp_kernel(TensorIterator& it) {
+  dispatch_floating(it.dtype(0), "lerp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each(lerp_loop<T>);
+  });
+}
+
 void fill_kernel(TensorIterator& it, Scalar v) {
   dispatch_all(it.dtype(0), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -214,6 +264,7 @@ EMBER_REGISTER_CPU_KERNELS(elementwise) {
 #undef EMBER_REG_BINARY
   copy_stub.fns[cpu] = &copy_kernel;
   where_stub.fns[cpu] = &where_kernel;
+  lerp_stub.fns[cpu] = &lerp_kernel;
   fill_stub.fns[cpu] = &fill_kernel;
 }
 

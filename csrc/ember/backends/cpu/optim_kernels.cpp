@@ -54,10 +54,10 @@ T* ptr(const std::vector<Tensor>& list, size_t i, int64_t lo) {
   return list.empty() ? nullptr : list[i].data<T>() + lo;
 }
 
-/// PyTorch's lerp: exact at both ends, symmetric rounding around weight 0.5.
+/// PyTorch's lerp (fn::Lerp, shared with torch.lerp and the CUDA optimizers).
 template <typename M>
 inline M lerp(M self, M end, M w) {
-  return w < M(0.5) ? self + w * (end - self) : end - (end - self) * (M(1) - w);
+  return fn::Lerp{}(self, end, w);
 }
 /// max that propagates NaN from either side, as torch.maximum; branch-free so it vectorizes.
 template <typename M>

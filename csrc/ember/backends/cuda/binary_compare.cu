@@ -1,5 +1,5 @@
 // CUDA kernels of the comparisons and logical binary ops of kernels/ops.def (kinds
-// COMPARE, LOGICAL; bool result), and of where: the shared functors and dtype
+// COMPARE, LOGICAL; bool result), and of where and lerp: the shared functors and dtype
 // policy (kernels/elementwise_kernels.h) over the CUDA loop (loops.cuh). The
 // arithmetic kinds (ARITH, TRUEDIV, FLOATING, BITS) are meant for a separate
 // binary_arith.cu, not in the build yet.
@@ -41,6 +41,23 @@ void where_kernel(TensorIterator& it) {
   }
 }
 
+// lerp: fn::Lerp in opmath_t over out, start, end, weight (all of out's dtype).
+template <typename T>
+struct LerpBody {
+  __device__ __forceinline__ void operator()(char* (&p)[4]) const {
+    using M = opmath_t<T>;
+    auto in = [&](int k) { return M(*reinterpret_cast<const T*>(p[k])); };
+    *reinterpret_cast<T*>(p[0]) = T(fn::Lerp{}(in(1), in(2), in(3)));
+  }
+};
+
+void lerp_kernel(TensorIterator& it) {
+  dispatch_floating(it.dtype(0), "lerp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_iter<4>(it, LerpBody<T>{});
+  });
+}
+
 }  // namespace
 
 EMBER_REGISTER_KERNELS(CUDA, binary_compare) {
@@ -48,6 +65,7 @@ EMBER_REGISTER_KERNELS(CUDA, binary_compare) {
   EMBER_BINARY_OPS(EMBER_REG)
 #undef EMBER_REG
   where_stub.fns[int(DeviceType::CUDA)] = &where_kernel;
+  lerp_stub.fns[int(DeviceType::CUDA)] = &lerp_kernel;
 }
 
 }  // namespace ember::cuda

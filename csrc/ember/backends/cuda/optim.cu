@@ -68,10 +68,10 @@ __device__ __forceinline__ float abs_(float x) {
   return fabsf(x);
 }
 
-/// PyTorch's lerp: exact at both ends, symmetric rounding around weight 0.5 (as the CPU).
+/// PyTorch's lerp (fn::Lerp, shared with torch.lerp and the CPU optimizers).
 template <typename M>
 __device__ __forceinline__ M lerp_(M self, M end, M w) {
-  return w < M(0.5) ? self + w * (end - self) : end - (end - self) * (M(1) - w);
+  return fn::Lerp{}(self, end, w);
 }
 /// max that propagates NaN from either side (the CPU's max_nan).
 template <typename M>

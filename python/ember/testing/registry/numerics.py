@@ -279,9 +279,12 @@ ENTRIES += [
     OpEntry("lerp", ember.lerp, _lerp_samples, _lerp_ref, dtypes=FL, aliases=("Tensor.lerp", "Tensor.lerp_"),
             errors=lambda d: [err(RuntimeError, "must match the size of tensor b", _o(d)(3), _o(d)(4), 0.5),
                               err(RuntimeError, "expected dtype float.* for `end` but got dtype",
-                                  _o(d)(3), _o(d)(3, dtype=ember.float64), 0.5)],
-            note="a float64 weight with float32 start/end is accepted where PyTorch raises RuntimeError; "
-                 "the size-mismatch message names the sizes the other way round from PyTorch's "
+                                  _o(d)(3), _o(d)(3, dtype=ember.float64), 0.5),
+                              err(RuntimeError, "expected dtype float32 for `weight` but got dtype float64",
+                                  _o(d)(3), _o(d)(3), _o(d)(3, dtype=ember.float64)),
+                              err(RuntimeError, "expected a floating-point `start`",
+                                  _o(d)(3, dtype=ember.int64), _o(d)(3, dtype=ember.int64), 0.5)],
+            note="the size-mismatch message names the sizes the other way round from PyTorch's "
                  "(tensor a (4) vs b (3) for lerp(ones(3), ones(4)))"),
     OpEntry("nan_to_num", ember.nan_to_num, _n2n_samples, _n2n_ref, dtypes=FL,
             aliases=("Tensor.nan_to_num", "Tensor.nan_to_num_")),
