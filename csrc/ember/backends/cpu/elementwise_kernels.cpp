@@ -97,6 +97,26 @@ void copy_kernel(TensorIterator& it) {
     it.for_each([es](char** d, const int64_t* s, int64_t n) {
       if (s[0] == es && s[1] == es) {
         std::memcpy(d[0], d[1], size_t(n * es));
+      } else if (s[0] == es && s[1] == 0) {
+        // One source element for a contiguous run: a fill, which vectorizes (the contiguous()
+        // of an expanded gradient, as sum's backward makes, took 4x a copy one by one).
+        switch (es) {
+          case 1:
+            std::memset(d[0], *reinterpret_cast<const uint8_t*>(d[1]), size_t(n));
+            break;
+          case 2:
+            std::fill_n(reinterpret_cast<uint16_t*>(d[0]), n,
+                        *reinterpret_cast<const uint16_t*>(d[1]));
+            break;
+          case 4:
+            std::fill_n(reinterpret_cast<uint32_t*>(d[0]), n,
+                        *reinterpret_cast<const uint32_t*>(d[1]));
+            break;
+          default:
+            std::fill_n(reinterpret_cast<uint64_t*>(d[0]), n,
+                        *reinterpret_cast<const uint64_t*>(d[1]));
+            break;
+        }
       } else {
         switch (es) {
           case 1:

@@ -74,35 +74,50 @@ void row_norm_backward_typed(const Tensor& gx, const Tensor& gw, const Tensor& g
   const T* wp = w.defined() ? w.data<T>() : nullptr;
   T* op = gx.defined() ? gx.data<T>() : nullptr;
   const bool sums = gw.defined() || gb.defined();
-  // Parameter gradients: each chunk of rows sums into its own buffer, reduced after.
+  // Parameter gradients: each chunk of rows sums into its own buffer (in opmath, as PyTorch),
+  // reduced in double after. One pass over a row's x and g gives the row's two sums and its
+  // share of the parameter gradients, a second writes gx; each vectorized over kLanes
+  // independent accumulators (the double accumulators and separate passes of before took
+  // 1.7x PyTorch's time for 256 rows of 1024).
   const int64_t chunks =
       sums ? std::max<int64_t>(1, std::min<int64_t>(R, int64_t(get_num_threads()) * 4)) : R;
-  std::vector<double> pw(sums ? size_t(chunks * L) : 0), pb(sums ? size_t(chunks * L) : 0);
+  std::vector<A> pw(sums ? size_t(chunks * L) : 0), pb(sums ? size_t(chunks * L) : 0);
+  constexpr int K = vec::kLanes;
   parallel_for(0, chunks, sums ? 1 : grain_for(L), [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const int64_t r0 = sums ? c * R / chunks : c, r1 = sums ? (c + 1) * R / chunks : c + 1;
+      A* __restrict w_acc = sums ? pw.data() + c * L : nullptr;
+      A* __restrict b_acc = sums ? pb.data() + c * L : nullptr;
       for (int64_t r = r0; r < r1; ++r) {
-        const T* xr = xp + r * L;
-        const T* gr = gp + r * L;
+        const T* __restrict xr = xp + r * L;
+        const T* __restrict gr = gp + r * L;
         const A mu = A(mp[r]), rs = A(rp[r]);
-        auto gh = [&](int64_t j) { return wp ? A(gr[j]) * A(wp[j]) : A(gr[j]); };
-        if (op) {
-          const double sg = vec::sum_of<double>(L, gh);
-          const double sgx =
-              vec::sum_of<double>(L, [&](int64_t j) { return gh(j) * (A(xr[j]) - mu) * rs; });
-          const A mg = A(sg / double(L)), mgx = A(sgx / double(L));
-          T* out = op + r * L;
-          for (int64_t j = 0; j < L; ++j)
-            out[j] = T(rs * (gh(j) - mg - (A(xr[j]) - mu) * rs * mgx));
-        }
-        if (sums) {
-          double* w_acc = pw.data() + c * L;
-          double* b_acc = pb.data() + c * L;
-          for (int64_t j = 0; j < L; ++j) {
-            const A gv = A(gr[j]);
-            w_acc[j] += double(gv * (A(xr[j]) - mu) * rs);
-            b_acc[j] += double(gv);
+        A ag[K] = {}, agx[K] = {};
+        auto step = [&](int64_t j, int k) __attribute__((always_inline)) {
+          const A gv = A(gr[j]), xh = (A(xr[j]) - mu) * rs;
+          const A gh = wp ? gv * A(wp[j]) : gv;
+          ag[k] += gh;
+          agx[k] += gh * xh;
+          if (sums) {
+            w_acc[j] += gv * xh;
+            b_acc[j] += gv;
           }
+        };
+        int64_t j = 0;
+        for (; j + K <= L; j += K)
+          for (int k = 0; k < K; ++k) step(j + k, k);
+        for (int k = 0; j < L; ++j, ++k) step(j, k);
+        if (!op) continue;
+        A sg = 0, sgx = 0;
+        for (int k = 0; k < K; ++k) {
+          sg += ag[k];
+          sgx += agx[k];
+        }
+        const A mg = sg / A(L), mgx = sgx / A(L);
+        T* __restrict out = op + r * L;
+        for (int64_t i = 0; i < L; ++i) {
+          const A gh = wp ? A(gr[i]) * A(wp[i]) : A(gr[i]);
+          out[i] = T(rs * (gh - mg - (A(xr[i]) - mu) * rs * mgx));
         }
       }
     }
@@ -111,8 +126,8 @@ void row_norm_backward_typed(const Tensor& gx, const Tensor& gw, const Tensor& g
   for (int64_t j = 0; j < L; ++j) {
     double sw = 0, sb = 0;
     for (int64_t c = 0; c < chunks; ++c) {
-      sw += pw[c * L + j];
-      sb += pb[c * L + j];
+      sw += double(pw[c * L + j]);
+      sb += double(pb[c * L + j]);
     }
     if (gw.defined()) gw.data<T>()[j] = T(sw);
     if (gb.defined()) gb.data<T>()[j] = T(sb);
