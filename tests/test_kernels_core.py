@@ -610,3 +610,22 @@ def test_mixed_device_arguments():
     q = make((1, 1, 3, 4), "float32", rng).to(cmp_dev())
     with pytest.raises(RuntimeError, match="attn_mask to be on the same device"):
         F.scaled_dot_product_attention(q, q, q, attn_mask=ember.ones(3, 3, dtype=ember.bool))
+
+
+@pytest.mark.parametrize("dtype_name", ["bool", "uint8", "float16", "bfloat16", "int32", "float32",
+                                        "int64", "float64"])
+def test_copy_from_a_broadcast_source(dtype_name):
+    """contiguous() of an expanded tensor (a fill per contiguous run, each element width)."""
+    src = ember.tensor([1, 0, 3], dtype=getattr(ember, dtype_name))
+
+    def np_(t):  # NumPy has no bfloat16: compare as float64
+        return t.double().numpy() if dtype_name == "bfloat16" else t.numpy()
+
+    col = src.reshape(3, 1).expand(3, 1000).contiguous()
+    assert col.is_contiguous() and col.dtype == src.dtype
+    np.testing.assert_array_equal(np_(col), np.repeat(np_(src)[:, None], 1000, axis=1))
+    one = src[2:].expand(4, 257)
+    np.testing.assert_array_equal(np_(one.contiguous()), np.full((4, 257), np_(src)[2]))
+    out = ember.zeros(2, 5, dtype=src.dtype)[:, ::2]  # a strided destination
+    out.copy_(src[:1].expand(2, 3))
+    np.testing.assert_array_equal(np_(out), np.full((2, 3), np_(src)[0]))
