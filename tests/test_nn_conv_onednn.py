@@ -253,3 +253,27 @@ def test_onednn_one_image_splits_output_channels(rng, threads, co, bias):
     # threads: 8 and 16; 40 over 3: 8, 16, 16); 8 channels stay whole. Each part reads its
     # slice of the weights and bias and writes its slice of the output.
     _check_on_threads(rng, threads, (1, 8, 15, 14), (co, 8, 3, 3), bias)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_onednn_weight_gradient(rng, threads):
+    """With AVX-512, oneDNN also takes the weight gradient of 16-multiple channel counts: one
+    thread's slab of images each (5 images over 3 threads: 1, 2, 2), their partial sums
+    added after. Only the weight gradient is asked for, so the call count says who took it."""
+    x, w = rng.standard_normal((5, 16, 20, 18)), rng.standard_normal((32, 16, 3, 3))
+    ref_y, grads = np_conv2d(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    gy = rng.standard_normal(ref_y.shape)
+    _, ref_gw = grads(gy)
+    n = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        xe = ember.tensor(x, dtype=ember.float32)
+        we = ember.tensor(w, dtype=ember.float32, requires_grad=True)
+        before = ember._C._onednn_conv_calls()
+        F.conv2d(xe, we, padding=1).backward(ember.tensor(gy, dtype=ember.float32))
+        if mkldnn.is_available():
+            assert ember._C._onednn_conv_calls() - before == (2 if AVX512 else 1)
+    finally:
+        ember.set_num_threads(n)
+    np.testing.assert_allclose(we.grad.numpy(), ref_gw, rtol=1e-4,
+                               atol=1e-4 * max(1.0, np.abs(ref_gw).max()))

@@ -111,8 +111,9 @@ enum Pass : int { kFwd = 0, kBwdData = 1, kBwdWeights = 2 };
 // 64 channels on 4x4 forward 0.72 -> 0.26 ms (batch 32). With other channel counts ember's
 // kernels stay faster (3x3 and 5x5 stems of 3 channels: 24 vs 28 ms for VGG's at batch 8),
 // except the forward of a 7x7 stem (ResNet's conv1: 27 -> 21 ms at batch 8, 3.4 -> 2.3 ms
-// at batch 1); its input gradient is 2x slower on oneDNN. ember's own kernels also stay
-// faster for the weight gradient (its per-image GEMMs into per-slab partial sums), for 1x1
+// at batch 1); its input gradient is 2x slower on oneDNN. The weight gradient stays on
+// ember's per-image GEMMs with AVX2; with AVX-512 and nChw16c blocks (channels in multiples
+// of 16) oneDNN's wins, where weight_grad_split_pays. ember's own kernels stay faster for 1x1
 // kernels (a GEMM on the image itself, no reorders; equal at ResNet's shapes) and for one
 // input channel (the direct kernel: 0.36 vs 1.27 ms for the tutorial's first layer).
 bool avx512_cpu() {
@@ -121,7 +122,8 @@ bool avx512_cpu() {
 }
 
 bool onednn_wanted(Pass pass, int64_t groups, int64_t C, int64_t Co, const ConvGeom& g) {
-  if (pass == kBwdWeights || groups != 1 || C == 1) return false;
+  if (groups != 1 || C == 1) return false;
+  if (pass == kBwdWeights && !(avx512_cpu() && C % 16 == 0 && Co % 16 == 0)) return false;
   const int64_t area = g.k[1] * g.k[2];
   if (area == 1) return false;
   if (C % 8 != 0 || Co % 8 != 0) return pass == kFwd && area >= 49;
@@ -474,23 +476,63 @@ bool onednn_fwd(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor&
   return true;
 }
 
+// Whether the weight gradient over several threads pays on oneDNN: each thread's slab makes a
+// whole weight-sized partial sum (reordered out of oneDNN's layout, then added up), so it
+// does where a slab's input holds at least as many values as the weights. 2 threads, batch 8,
+// fwd+bwd ms, ember's per-image GEMMs -> oneDNN (PyTorch): 64 ch 56x56 29.5 -> 27.0 (27.7),
+// 128 ch 28x28 27.6 -> 25.0 (25.4); but 256 ch 14x14 26.2 -> 28.4 (24.8) and 512 ch 7x7
+// 27.3 -> 30.5 (25.8), where the weights outnumber a slab's input 3x and 24x. One thread
+// (no partial sums) pays at all of them: 55.9 -> 53.3, 52.7 -> 48.9, 49.6 -> 47.7, and
+// 512 ch 7x7 60.5 -> 51.2 (PyTorch 50.5).
+bool weight_grad_split_pays(int64_t N, int64_t Co, const ConvGeom& g) {
+  const int64_t threads = in_parallel_region() ? 1 : get_num_threads();
+  const int64_t T = std::min<int64_t>(threads, N);
+  return T <= 1 || Co * g.k_numel() <= (N / T) * g.in_numel();
+}
+
+// The weight gradient over the pool: each thread's slab of images into its own buffer (the
+// first thread's straight into gw), summed after in a fixed order.
+bool run_weight_grad(int64_t N, int64_t Co, const ConvGeom& g, const float* x, const float* gy,
+                     float* gw) {
+  const int64_t threads = in_parallel_region() ? 1 : get_num_threads();
+  const int64_t T = std::min<int64_t>(threads, N);
+  if (!plan_for(kBwdWeights, N / T, Co, false, g) ||
+      !plan_for(kBwdWeights, (N + T - 1) / T, Co, false, g))
+    return false;
+  const int64_t wn = Co * g.channels * g.k_numel();
+  const int64_t x_image = g.channels * g.in_numel(), gy_image = Co * g.out_numel();
+  std::vector<float> part(size_t((T - 1) * wn));
+  std::atomic<bool> failed{false};
+  parallel_for(0, T, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n0 = N * t / T, n1 = N * (t + 1) / T;
+      Plan* p = plan_for(kBwdWeights, n1 - n0, Co, false, g);
+      float* dst = t == 0 ? gw : part.data() + (t - 1) * wn;
+      if (!p || !run_pass(kBwdWeights, *p, x + n0 * x_image, gy + n0 * gy_image, dst, nullptr))
+        failed = true;
+    }
+  });
+  if (failed) return false;
+  for (int64_t t = 1; t < T; ++t) {
+    const float* src = part.data() + (t - 1) * wn;
+    for (int64_t i = 0; i < wn; ++i) gw[i] += src[i];
+  }
+  return true;
+}
+
 bool onednn_bwd(const Tensor& gx, const Tensor& gw, const Tensor& x, const Tensor& w,
                 const Tensor& gy, int64_t groups, const ConvGeom& g) {
   const int64_t N = gy.sizes()[0], Co = gy.sizes()[1];
   if (!usable(gy, g)) return false;
-  // (onednn_wanted never takes the weight gradient: Plan kBwdWeights is kept for
-  // measuring it, run on one thread)
   if (gx.defined() && !onednn_wanted(kBwdData, groups, g.channels, Co, g)) return false;
-  Plan* pw = nullptr;
-  if (gw.defined()) {
-    if (!onednn_wanted(kBwdWeights, groups, g.channels, Co, g)) return false;
-    if (!(pw = plan_for(kBwdWeights, N, Co, false, g))) return false;
-  }
+  if (gw.defined() && !onednn_wanted(kBwdWeights, groups, g.channels, Co, g)) return false;
+  if (gw.defined() && !weight_grad_split_pays(N, Co, g)) return false;
   if (gx.defined() &&
       !run_batched(kBwdData, N, Co, false, g, gy.data<float>(), Co * g.out_numel(), w.data<float>(),
                    gx.data<float>(), g.channels * g.in_numel(), nullptr))
     return false;
-  if (pw && !run_pass(kBwdWeights, *pw, x.data_ptr(), gy.data_ptr(), gw.data_ptr(), nullptr))
+  if (gw.defined() &&
+      !run_weight_grad(N, Co, g, x.data<float>(), gy.data<float>(), gw.data<float>()))
     return false;
   calls.fetch_add(1, std::memory_order_relaxed);
   return true;
