@@ -2,6 +2,7 @@
 and both backward passes against NumPy references and against ember's own kernels
 (ember.backends.mkldnn.enabled = False), over strides, padding (also 'same' with an even
 kernel), dilation, groups, non-contiguous and empty inputs; the switch and the fallback."""
+import contextlib
 import ctypes.util
 import itertools
 import os
@@ -216,23 +217,34 @@ def test_onednn_keeps_to_one_thread():
     assert out == ["3", "0"], out
 
 
-def _check_on_threads(rng, threads, x_shape, w_shape, bias):
-    """A 3x3 padding-1 convolution, forward and both gradients, on `threads` threads against
-    the NumPy reference (two oneDNN calls where oneDNN is installed)."""
+@contextlib.contextmanager
+def _threads(n):
+    old = ember.get_num_threads()
+    ember.set_num_threads(n)
+    try:
+        yield
+    finally:
+        ember.set_num_threads(old)
+
+
+def _padded_3x3(rng, x_shape, w_shape, bias):
+    """Inputs, an output gradient and the NumPy references of a 3x3 padding-1 convolution."""
     x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
     b = rng.standard_normal(w_shape[0]) if bias else None
     ref_y, grads = np_conv2d(x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1)
     gy = rng.standard_normal(ref_y.shape)
-    ref_gx, ref_gw = grads(gy)
-    n = ember.get_num_threads()
-    ember.set_num_threads(threads)
-    try:
+    return x, w, b, gy, (ref_y, *grads(gy))
+
+
+def _check_on_threads(rng, threads, x_shape, w_shape, bias):
+    """A 3x3 padding-1 convolution, forward and both gradients, on `threads` threads against
+    the NumPy reference (two oneDNN calls where oneDNN is installed)."""
+    x, w, b, gy, (ref_y, ref_gx, ref_gw) = _padded_3x3(rng, x_shape, w_shape, bias)
+    with _threads(threads):
         before = ember._C._onednn_conv_calls()
         got = run(x, w, b, gy, dict(padding=1))
         if mkldnn.is_available():
             assert ember._C._onednn_conv_calls() - before == 2
-    finally:
-        ember.set_num_threads(n)
     refs = [ref_y, ref_gx, ref_gw] + ([gy.sum(axis=(0, 2, 3))] if bias else [])
     assert len(got) == len(refs)
     for a, r in zip(got, refs):
@@ -260,20 +272,13 @@ def test_onednn_weight_gradient(rng, threads):
     """With AVX-512, oneDNN also takes the weight gradient of 16-multiple channel counts: one
     thread's slab of images each (5 images over 3 threads: 1, 2, 2), their partial sums
     added after. Only the weight gradient is asked for, so the call count says who took it."""
-    x, w = rng.standard_normal((5, 16, 20, 18)), rng.standard_normal((32, 16, 3, 3))
-    ref_y, grads = np_conv2d(x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)
-    gy = rng.standard_normal(ref_y.shape)
-    _, ref_gw = grads(gy)
-    n = ember.get_num_threads()
-    ember.set_num_threads(threads)
-    try:
+    x, w, _, gy, (_, _, ref_gw) = _padded_3x3(rng, (5, 16, 20, 18), (32, 16, 3, 3), False)
+    with _threads(threads):
         xe = ember.tensor(x, dtype=ember.float32)
         we = ember.tensor(w, dtype=ember.float32, requires_grad=True)
         before = ember._C._onednn_conv_calls()
         F.conv2d(xe, we, padding=1).backward(ember.tensor(gy, dtype=ember.float32))
         if mkldnn.is_available():
             assert ember._C._onednn_conv_calls() - before == (2 if AVX512 else 1)
-    finally:
-        ember.set_num_threads(n)
     np.testing.assert_allclose(we.grad.numpy(), ref_gw, rtol=1e-4,
                                atol=1e-4 * max(1.0, np.abs(ref_gw).max()))
