@@ -179,6 +179,21 @@ def _half(op):
     return make
 
 
+def _lerp_and_avgpool(op):
+    # torch.lerp in one pass (fn::Lerp): 1M elements, a number or a tensor weight, in place,
+    # float16, and the global average pool of ResNet's head (a mean over the pooled dims)
+    def make(lib):
+        x, y = _arr(lib, (1 << 20,)), _arr(lib, (1 << 20,), seed=1)
+        w = _arr(lib, (1 << 20,), seed=2).abs()
+        h, g = x.half(), y.half()
+        a = _arr(lib, (8, 512, 7, 7))
+        F = lib.nn.functional
+        return {"number": lambda: lib.lerp(x, y, 0.3), "tensor": lambda: lib.lerp(x, y, w),
+                "in place": lambda: x.lerp_(y, 0.1), "float16": lambda: lib.lerp(h, g, 0.3),
+                "avgpool": lambda: F.adaptive_avg_pool2d(a, 1)}[op]
+    return make
+
+
 def _short_rows(op):
     # a reduction over short rows (one kept, one reduced dim): [1M, 4] over dim 1
     def make(lib):
@@ -237,6 +252,11 @@ CASES = {
     "sum [1M, 4] dim 1": _short_rows("sum"),
     "amax [1M, 4] dim 1": _short_rows("amax"),
     "max [1M, 4] dim 1 (values, indices)": _short_rows("max"),
+    "lerp(a, b, 0.3) 1M f32": _lerp_and_avgpool("number"),
+    "lerp(a, b, w) 1M f32": _lerp_and_avgpool("tensor"),
+    "a.lerp_(b, 0.1) 1M f32": _lerp_and_avgpool("in place"),
+    "lerp(a, b, 0.3) 1M f16": _lerp_and_avgpool("float16"),
+    "adaptive_avg_pool2d(1) 8x512x7x7": _lerp_and_avgpool("avgpool"),
     "bernoulli_(0.9) 1024x768": _dropout("bernoulli_"),
     "F.dropout(p=0.1) 1024x768": _dropout("dropout"),
 }

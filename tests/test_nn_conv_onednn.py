@@ -97,6 +97,10 @@ CASES = [
     ((2, 16, 16, 16), (16, 4, 3, 3), dict(padding=1, groups=4), (1, 1), (1, 1), (1, 1), (1, 1),
      0),
     ((2, 6, 16, 16), (10, 6, 3, 3), dict(padding=1), (1, 1), (1, 1), (1, 1), (1, 1), 0),
+    # channels in multiples of 16: nChw16c blocks and oneDNN's weight gradient with AVX-512
+    ((2, 16, 16, 16), (32, 16, 3, 3), dict(padding=1), (1, 1), (1, 1), (1, 1), (1, 1), 2),
+    ((3, 32, 17, 19), (16, 32, 3, 3), dict(stride=2, padding=1, dilation=2), (1, 1), (1, 1),
+     (2, 2), (2, 2), 2 if AVX512 else 0),
 ]
 
 

@@ -440,13 +440,19 @@ bool run_channel_split(int64_t threads, int64_t Co, bool has_bias, const ConvGeo
   return !failed;
 }
 
+// How many slabs of images a batched pass splits into: one per pool thread, at most N.
+int64_t slab_count(int64_t N) {
+  const int64_t threads = in_parallel_region() ? 1 : get_num_threads();
+  return std::min<int64_t>(threads, N);
+}
+
 bool run_batched(Pass pass, int64_t N, int64_t Co, bool has_bias, const ConvGeom& g,
                  const float* in0, int64_t in0_image, const float* in1, float* out,
                  int64_t out_image, const void* bias) {
   const int64_t threads = in_parallel_region() ? 1 : get_num_threads();
   if (pass == kFwd && N == 1 && threads > 1 && Co >= 16)
     return run_channel_split(threads, Co, has_bias, g, in0, in1, out, bias);
-  const int64_t T = std::min<int64_t>(threads, N);
+  const int64_t T = slab_count(N);
   // the plans of both slab sizes exist before the pool starts (declines come here)
   if (!plan_for(pass, N / T, Co, has_bias, g) || !plan_for(pass, (N + T - 1) / T, Co, has_bias, g))
     return false;
@@ -485,8 +491,7 @@ bool onednn_fwd(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor&
 // (no partial sums) pays at all of them: 55.9 -> 53.3, 52.7 -> 48.9, 49.6 -> 47.7, and
 // 512 ch 7x7 60.5 -> 51.2 (PyTorch 50.5).
 bool weight_grad_split_pays(int64_t N, int64_t Co, const ConvGeom& g) {
-  const int64_t threads = in_parallel_region() ? 1 : get_num_threads();
-  const int64_t T = std::min<int64_t>(threads, N);
+  const int64_t T = slab_count(N);
   return T <= 1 || Co * g.k_numel() <= (N / T) * g.in_numel();
 }
 
@@ -494,8 +499,7 @@ bool weight_grad_split_pays(int64_t N, int64_t Co, const ConvGeom& g) {
 // first thread's straight into gw), summed after in a fixed order.
 bool run_weight_grad(int64_t N, int64_t Co, const ConvGeom& g, const float* x, const float* gy,
                      float* gw) {
-  const int64_t threads = in_parallel_region() ? 1 : get_num_threads();
-  const int64_t T = std::min<int64_t>(threads, N);
+  const int64_t T = slab_count(N);
   if (!plan_for(kBwdWeights, N / T, Co, false, g) ||
       !plan_for(kBwdWeights, (N + T - 1) / T, Co, false, g))
     return false;

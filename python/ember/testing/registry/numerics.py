@@ -6,7 +6,7 @@ import numpy as np
 import ember
 
 from . import OpEntry, Sample
-from ._util import err, make
+from ._util import err, make, via_out
 
 FL = ("float32", "float64")
 INTS = ("int32", "int64")
@@ -276,7 +276,7 @@ ENTRIES += [
                               err(RuntimeError, r"size of tensor a \(3\) must match the size of tensor b \(2\)",
                                   _o(d)(3), min=_o(d)(2))],
             note="clamp(Tensor, Tensor, float) is accepted where PyTorch raises TypeError"),
-    OpEntry("lerp", ember.lerp, _lerp_samples, _lerp_ref, dtypes=FL, aliases=("Tensor.lerp", "Tensor.lerp_"),
+    OpEntry("lerp", via_out(ember.lerp), _lerp_samples, _lerp_ref, dtypes=FL, aliases=("Tensor.lerp", "Tensor.lerp_"),
             errors=lambda d: [err(RuntimeError, "must match the size of tensor b", _o(d)(3), _o(d)(4), 0.5),
                               err(RuntimeError, "expected dtype float.* for `end` but got dtype",
                                   _o(d)(3), _o(d)(3, dtype=ember.float64), 0.5),
