@@ -7,9 +7,9 @@
 // matrices on 2 threads took 60 us through OpenBLAS against PyTorch's 36 us (MKL's batch
 // GEMM). Matrices with m, n, k <= kSmallGemmMax go here instead. op(A) is copied into a
 // row-major buffer padded with zero rows to a multiple of MR and op(B) into one padded with
-// zero columns to a multiple of NR, so the micro-kernel has compile-time bounds: MR rows by
-// NR columns of C live in MR * NR / lanes vector registers, and each step over k is MR
-// broadcasts, NR / lanes loads and MR * NR / lanes FMAs. Every sum runs in k order, in T.
+// zero columns to a multiple of NR, so the micro-kernel has compile-time bounds (gemm_tile.h): MR
+// rows by NR columns of C live in MR * NR / lanes vector registers. Every sum runs in k order, in
+// T.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "ember/backends/cpu/capability.h"
+#include "ember/backends/cpu/gemm_tile.h"
 #include "ember/kernels/stubs/linalg.h"
 
 namespace ember::cpu {
@@ -24,34 +25,10 @@ inline namespace EMBER_CPU_NS {
 namespace {
 
 constexpr int64_t kMR = 6;
+constexpr int kTileV = 64 / kVecBytes;  // one cache line: 16 floats, 8 doubles
 
 template <typename T>
-constexpr int64_t kNR = 64 / int64_t(sizeof(T));  // 16 floats, 8 doubles: one cache line
-
-/// acc[MR][NR] = (MR rows of op(A): row r's element p at a[r][p * acs]) @ (k rows of NR
-/// columns at b, row stride ldb), with the tile in kMR * NR / lanes vector registers.
-/// Spelled out with generic vectors of the capability's width: GCC keeps a plain array
-/// accumulator in memory, and lowers vectors wider than the registers through the stack.
-template <typename T>
-inline void micro(const T* const (&a)[kMR], int64_t acs, int64_t k, const T* __restrict b,
-                  int64_t ldb, T (&acc)[kMR][kNR<T>]) {
-  typedef T V __attribute__((vector_size(kVecBytes)));
-  // An unaligned, aliasing view of memory as V: a plain vector load (a memcpy into V went
-  // through the stack in halves, and the full-width reload stalled on store forwarding).
-  typedef T VU __attribute__((vector_size(kVecBytes), aligned(alignof(T)), may_alias));
-  constexpr int kV = int(kNR<T> * int64_t(sizeof(T)) / kVecBytes);  // vectors per tile row
-  V v[kMR][kV] = {};
-  for (int64_t p = 0; p < k; ++p) {
-    const VU* row = reinterpret_cast<const VU*>(b + p * ldb);
-    V bv[kV];
-    for (int q = 0; q < kV; ++q) bv[q] = row[q];
-    for (int64_t r = 0; r < kMR; ++r) {
-      const T av = a[r][p * acs];
-      for (int q = 0; q < kV; ++q) v[r][q] += av * bv[q];
-    }
-  }
-  std::memcpy(acc, v, sizeof(v));
-}
+constexpr int64_t kNR = gemm_tile::kCols<T, kTileV>;
 
 template <typename T>
 void small_gemm_t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
@@ -84,7 +61,7 @@ void small_gemm_t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, co
     for (int64_t r = 0; r < kMR; ++r) rows[r] = a + std::min(i0 + r, m - 1) * ars;
     for (int64_t j0 = 0; j0 < n; j0 += NR) {
       T acc[kMR][NR];
-      micro<T>(rows, acs, k, bs + j0, bld, acc);
+      gemm_tile::micro<T, kMR, kTileV>(rows, acs, k, bs + j0, bld, acc);
       const int64_t nr = std::min(kMR, m - i0), nc = std::min(NR, n - j0);
       for (int64_t r = 0; r < nr; ++r) {
         T* dst = c + (i0 + r) * ldc + j0;
