@@ -695,3 +695,44 @@ def test_one_kept_one_reduced_dim(layout, threads):
         np.testing.assert_array_equal(nan.amax(1).numpy(), [np.nan, 5.0])
     finally:
         ember.set_num_threads(old)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_short_rows(dtype, threads):
+    # Note [Short rows]: back-to-back rows of 2-4 elements are reduced a block of outputs at a
+    # time. Every op that takes that path, NaN and infinities anywhere in a row, -0, block
+    # edges (n around 256), a strided out=, and rows that are not back to back (the other path).
+    rng = np.random.default_rng(11)
+    old = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for r in (2, 3, 4):
+            for n in (1, 255, 257, 70001):
+                a = rng.standard_normal((n, r)).astype(dtype)
+                if n > 10:
+                    a[3, r - 1] = np.nan
+                    a[4, 0] = np.inf
+                    a[5, :] = -0.0
+                    a[6, 0], a[6, r - 1] = -np.inf, np.nan
+                    a[7, :] = np.nan
+                t = ember.from_numpy(a)
+                np.testing.assert_array_equal(t.amax(1).numpy(), a.max(1))
+                np.testing.assert_array_equal(t.amin(1).numpy(), a.min(1))
+                np.testing.assert_array_equal(np.signbit(t.amax(1).numpy()), np.signbit(a.max(1)))
+                wide = a.astype(np.float64)
+                for got, want in [(t.sum(1), wide.sum(1)), (t.mean(1), wide.mean(1)),
+                                  (t.prod(1), wide.prod(1)), (ember.nansum(t, 1), np.nansum(wide, 1)),
+                                  (t.norm(dim=1), np.sqrt((wide ** 2).sum(1)))]:
+                    np.testing.assert_allclose(got.numpy(), want.astype(dtype), rtol=1e-6)
+                np.testing.assert_array_equal(t.any(1).numpy(), (a != 0).any(1))
+                np.testing.assert_array_equal(t.argmax(1).numpy(), np.nanargmax(np.where(
+                    np.isnan(a), np.inf, a), 1))  # indexed ops keep their own path (first NaN)
+                out = ember.empty(2 * n, dtype=t.dtype)[::2]
+                ember.amax(t, 1, out=out)
+                np.testing.assert_array_equal(out.numpy(), a.max(1))
+                # not back to back: a column slice keeps rows of r with a longer stride
+                wide_t = ember.from_numpy(np.concatenate([a, a], 1))[:, :r]
+                np.testing.assert_array_equal(wide_t.amax(1).numpy(), a.max(1))
+    finally:
+        ember.set_num_threads(old)
