@@ -195,11 +195,12 @@ typename Op::acc_t reduce_range(const Op& op, const ReduceGeom& g, const T* base
 // one output per reduce_row call costs a call, its set-up and its scalar tail per 2-4 elements.
 // With R a compile-time constant, a block of outputs is reduced across the block instead (output
 // c folds x[c * R + r] for r = 0..R-1, in order, as reduce_row does), which GCC vectorizes with
-// strided loads, and the results are stored after. Only plain accumulators (not argmax's
-// pairs) of float and double inputs take it; each sum still runs in the same order.
+// strided loads, and the results are stored after. Float and double inputs take it, with plain
+// accumulators or argmax's (value, index) pairs (stepped in order: the first extreme, or the
+// first NaN, wins as before); var's Welford pairs keep their two-pass rows.
 template <typename T, typename Op>
-constexpr bool kShortRows = !Op::kIndexed && std::is_arithmetic<typename Op::acc_t>::value &&
-                            std::is_floating_point<T>::value;
+constexpr bool kShortRows = std::is_floating_point<T>::value &&
+                            (Op::kIndexed || std::is_arithmetic<typename Op::acc_t>::value);
 
 template <int64_t R, typename T, typename Op>
 void reduce_short_rows(const Op& op, const T* x, int64_t K, int64_t so) {
