@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from torch_python import TORCH_PY
+from torch_python import TORCH_PY, torch_env
 
 import ember
 
@@ -23,8 +23,7 @@ def _probe():
         return False, False
     code = ("import importlib.util as u; print(u.find_spec('torch') is not None, "
             "u.find_spec('torchvision') is not None)")
-    r = subprocess.run([TORCH_PY, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=""))
+    r = subprocess.run([TORCH_PY, "-c", code], capture_output=True, text=True, env=torch_env())
     if r.returncode != 0:
         return False, False
     torch_ok, vision_ok = r.stdout.split()
@@ -51,9 +50,8 @@ def run_on_ember(program, *args, timeout=300):
 
 
 def run_on_torch(program, *args, timeout=300):
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH="")
     r = subprocess.run([TORCH_PY, str(PROGRAMS / program), *args], capture_output=True,
-                       text=True, timeout=timeout, env=env)
+                       text=True, timeout=timeout, env=torch_env(OMP_NUM_THREADS="1"))
     return _result(r, f"{program} on PyTorch")
 
 

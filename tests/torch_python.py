@@ -47,3 +47,17 @@ def torch_python():
 
 
 TORCH_PY = torch_python()
+
+
+_SANITIZER_VARS = ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+
+
+def torch_env(**extra):
+    """The environment for a PyTorch subprocess: this one's, without ember's PYTHONPATH and
+    without the sanitizer pass's preloaded ASan runtime and options (tools/sanitize.sh), which
+    are for ember's libraries: PyTorch under a preloaded ASan runs slowly enough (its DataLoader
+    workers most of all) to time out."""
+    env = {k: v for k, v in os.environ.items() if k not in _SANITIZER_VARS}
+    env["PYTHONPATH"] = ""
+    env.update(extra)
+    return env
