@@ -139,6 +139,42 @@ def test_fused_backward_equals_composite(mode, device):
         np.testing.assert_allclose(_np(a), _np(b), atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_recurrent_gemm_tiles(mode, dtype, threads, device):
+    """Sizes past one register tile of the packed recurrent GEMM (Note [Recurrent GEMM tile]):
+    19 and 17 rows (two whole 8-row tiles and a clamped remainder, three 6-row tiles and one),
+    hidden 37 (gate columns over several panels, the last one zero-padded) and, backward,
+    a depth of G * 37 past one 128-row pass. Forward against NumPy; gradients against
+    autograd through the step-by-step composite."""
+    rng = np.random.default_rng(9)
+    bs = [19, 19, 17]
+    old = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        args = _layer_args(rng, mode, bs, In=5, H=37, dtype=dtype, device=device)
+        y, hn, _ = _C._rnn_layer(ref.MODES[mode], args[0], bs, *args[1:], False)
+        ey, eh, _ = ref.layer(mode, _np(args[0]), bs, *[_np(a) for a in args[1:]], reverse=False)
+        tol = 1e-5 if dtype == ember.float32 else 1e-12
+        np.testing.assert_allclose(_np(y), ey, atol=tol, rtol=tol)
+        np.testing.assert_allclose(_np(hn), eh, atol=tol, rtol=tol)
+        grads = []
+        for fn in (_C._rnn_layer, _C._rnn_layer_composite):
+            args = _layer_args(np.random.default_rng(10), mode, bs, In=5, H=37, dtype=dtype,
+                               device=device, grad=True)
+            out = [o for o in fn(ref.MODES[mode], args[0], bs, *args[1:], False) if o is not None]
+            g = np.random.default_rng(11)
+            sum((o * ember.tensor(g.standard_normal(o.shape), dtype=dtype, device=device)).sum()
+                for o in out).backward()
+            grads.append([a.grad for a in args if a is not None])
+        gtol = dict(atol=2e-5, rtol=1e-4) if dtype == ember.float32 else dict(atol=1e-11, rtol=1e-10)
+        for a, b in zip(*grads):
+            np.testing.assert_allclose(_np(a), _np(b), **gtol)
+    finally:
+        ember.set_num_threads(old)
+
+
 def test_one_node_per_layer_and_direction(device):
     rng = np.random.default_rng(7)
     names = {"lstm": "LstmBackward0", "gru": "GruBackward0", "rnn_tanh": "RnnTanhBackward0",

@@ -5,11 +5,11 @@
 // A BLAS call has a fixed cost (argument checks, buffer set-up, packing) of a few hundred
 // nanoseconds, which is most of the time of a 16x16x16 product: bmm of 256 such float
 // matrices on 2 threads took 60 us through OpenBLAS against PyTorch's 36 us (MKL's batch
-// GEMM). Matrices with m, n, k <= kSmallGemmMax go here instead. op(A) is copied into a
-// row-major buffer padded with zero rows to a multiple of MR and op(B) into one padded with
-// zero columns to a multiple of NR, so the micro-kernel has compile-time bounds (gemm_tile.h): MR
-// rows by NR columns of C live in MR * NR / lanes vector registers. Every sum runs in k order, in
-// T.
+// GEMM). Matrices with m, n, k <= kSmallGemmMax go here instead. op(A) is read in place (rows
+// past m repeat row m - 1, their results dropped) and op(B) is copied into a buffer padded with
+// zero columns to a multiple of NR where it is transposed or not whole tiles wide, so the
+// micro-kernel (gemm_tile.h) has compile-time bounds: MR rows by NR columns of C live in
+// MR * NR / lanes vector registers. Every sum runs in k order, in T.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
