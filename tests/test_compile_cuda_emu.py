@@ -121,3 +121,36 @@ def test_kernels_were_emulated():
     (k,) = entry.kernels
     assert isinstance(k, _EmulatedKernel) and k.cuda
     assert "__global__" in k.source and "ember_kernel(const EmberArgs a)" in k.source
+
+
+def test_dropout():
+    """Fused dropout's CUDA form (each thread draws its element with philox::bernoulli53) in
+    a flat kernel with its backward, a strided one and a row kernel: eager's masks."""
+    F = ember.nn.functional
+
+    def chain(x):
+        return F.dropout(x * 2, 0.3) + 1
+
+    def rows(x):
+        return F.dropout(F.softmax(x, -1), 0.2)
+    for fn, x, grad in ((chain, ember.randn(9, 70, dtype=ember.float64), True),
+                        (chain, ember.randn(70, 9).t(), False),
+                        (rows, ember.randn(5, 3, 40), False)):
+        cf = ember.compile(fn)
+        x.requires_grad_(grad)
+        out = []
+        for f in (fn, cf):
+            ember.manual_seed(4)
+            with ember.set_grad_enabled(grad):
+                y = f(x)
+            if grad:
+                y.backward(ember.ones_like(y))
+                out.append((y.detach(), x.grad))
+                x.grad = None
+            else:
+                out.append((y,))
+        for e, c in zip(*out):
+            assert ember.equal(e == 1, c == 1) and ember.equal(e == 0, c == 0)
+            assert ember.allclose(e, c, rtol=1e-6, atol=1e-7)
+        kernels = [k for es in cf._state.static.values() for en in es for k in en.kernels]
+        assert kernels and all(k.cuda and k.prog.dropouts for k in kernels)

@@ -394,10 +394,10 @@ print("ok")
 
 @pytest.mark.parametrize("capability", ["default", "best"])
 def test_vector_bernoulli_matches_the_scalar_stream(capability):
-    # Note [Vector Philox]: bernoulli_ with a scalar p computes kBlocks Philox blocks per
-    # vector and compares integers; every value must equal the scalar kernel's (the tensor-p
-    # kernel with a constant p draws the same stream), for every size around the vector width
-    # and the two-element blocks, every p edge, dtype and thread count, and under each CPU
-    # capability's vector width.
+    # Note [Vector Philox]: bernoulli_ with a scalar p computes sixteen Philox blocks per
+    # vector (AVX-512) and compares integers; every value must equal the scalar kernel's (the
+    # tensor-p kernel with a constant p draws the same stream), for every size around the
+    # vector width and the two-element blocks, every p edge, dtype and thread count, and under
+    # each CPU capability's vector width.
     from child_env import run_at_capability
     assert run_at_capability(_VECTOR_BERNOULLI, capability).strip() == "ok"

@@ -126,6 +126,25 @@ void bind_seeding(py::module_& m) {
     philox::Block b = philox::block(seed, counter);
     return py::make_tuple(b.w[0], b.w[1], b.w[2], b.w[3]);
   });
+  // ember.compile's fused dropout (Note [Fused dropout]): reserves the blocks a bernoulli_
+  // fill of `numel` elements takes from the default generator, as eager's dropout does, and
+  // returns (seed, first block) as two 0-d int64 tensors (the bits of the uint64 values),
+  // which the generated kernel reads as operands.
+  m.def(
+      "_philox_reserve_bernoulli",
+      [](int64_t numel) {
+        EMBER_CHECK(numel >= 0, "_philox_reserve_bernoulli: numel must be >= 0, got ", numel);
+        std::pair<uint64_t, uint64_t> so{0, 0};
+        if (numel > 0)
+          so = default_generator()->reserve(
+              random_blocks_needed(Dist::Bernoulli, DType::Float32, numel));
+        Tensor seed = empty(Shape{}, DType::Int64, Device()),
+               offset = empty(Shape{}, DType::Int64, Device());
+        *seed.data<int64_t>() = int64_t(so.first);
+        *offset.data<int64_t>() = int64_t(so.second);
+        return py::make_tuple(seed, offset);
+      },
+      py::arg("numel"));
 
   m.def(
       "manual_seed",

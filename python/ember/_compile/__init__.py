@@ -270,10 +270,15 @@ class _Compiled:
             raise RuntimeError("ember.compile: the call has no tensor arguments")
         # trace on detached copies of the inputs' identity: the traced run computes the
         # first call's result, which is discarded (the compiled graph runs instead)
-        from .. import no_grad  # noqa: F401
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", _trace.TracerWarning)
-            g, _, _ = _trace._run_traced(flat, tuple(tensors))
+        # The generator is put back afterwards: the compiled graph then draws the first
+        # call's random numbers as eager would have (Note [Fused dropout]).
+        rng = _C.get_rng_state()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", _trace.TracerWarning)
+                g, _, _ = _trace._run_traced(flat, tuple(tensors))
+        finally:
+            _C.set_rng_state(rng)
         paths = [leaf[0] for leaf in leaves if leaf[1] == "T"]
         for v, path in zip(g.inputs(), paths):
             v.set_name(_safe(path).strip("_") or "x")

@@ -24,7 +24,9 @@ PRELUDE = """#include <cmath>
 @VECTOR_MATH@#include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 #include "ember/kernels/functors.h"
+#include "ember/kernels/philox.h"
 using ember::opmath_t;
 template <typename To, typename From>
 static inline opmath_t<To> cv(From x) { return opmath_t<To>(To(x)); }
@@ -79,6 +81,13 @@ def literal(x):
     return repr(float(x))
 
 
+def _dropout_scale(dt, p):
+    """1 / (1 - p) as eager dropout's mask / (1 - p) computes it in `dt`."""
+    import ember
+    with ember.no_grad():
+        return (ember.ones([], dtype=getattr(ember, dt)) / (1 - p)).item()
+
+
 def _result_type(*xs):
     """The promoted dtype name of (dtype name, dims) pairs and Python numbers."""
     import ember
@@ -96,6 +105,7 @@ class Program:
         self.in_index = {}
         self.steps = []  # (dtype od, op, operands[(kind, ref)], compute dtype cd)
         self.val_index = {}  # node output value -> step index
+        self.dropouts = []  # steps that draw (in graph order)
         for n, (op, operands, out) in zip(group.nodes, group.desc):
             refs = []
             for kind, x in operands:
@@ -112,7 +122,16 @@ class Program:
             od = out[0]
             cd = self._compute_dtype(op, refs, od)
             self.val_index[n.output(0)] = len(self.steps)
+            if op["kind"] == "dropout":
+                self.dropouts.append(len(self.steps))
             self.steps.append((od, op, refs, cd))
+        # each dropout reads its generator's (seed, first block) as two 0-d int64 operands
+        # after the group's own inputs (Note [Fused dropout]); they stand for no graph value
+        self.n_graph_inputs = len(self.inputs)
+        self.rng = {}
+        for s in self.dropouts:
+            self.rng[s] = (len(self.inputs), len(self.inputs) + 1)
+            self.inputs += [(None, "int64", []), (None, "int64", [])]
         self.outputs = []  # step indices whose value leaves the group
 
     def dtype_of(self, ref):
@@ -169,11 +188,75 @@ class Program:
                 break
             if op["kind"] == "reduce":
                 e = red_expr(refs, regs)
+            elif op["kind"] == "dropout":
+                lines.append(f"const opmath_t<{ctype(od)}> m{s} = {self._keep(s, idx)};")
+                e = f"cv<{ctype(od)}>({self._ref(refs[0], od, regs)} * m{s})"
             else:
                 e = self._expr(op, refs, cd, od, regs)
             lines.append(f"const opmath_t<{ctype(od)}> v{s} = {e};")
             regs[("s", s)] = f"v{s}"
         return lines, regs
+
+    # Note [Fused dropout]
+    # Eager dropout(x, p) fills a mask with bernoulli_(1 - p), two elements a Philox block
+    # from blocks it reserves on the default generator, and returns x * (mask / (1 - p)).
+    # A fused dropout reserves the same blocks when its kernel runs (the runner passes the
+    # (seed, first block) pair as two int64 operands) and recomputes element i's draw from
+    # (seed, first block, i), i its linear index over the iteration shape (the order of the
+    # eager mask): philox::bernoulli53 is the eager kernel's test. mask / (1 - p) is a
+    # constant per dtype, taken from eager's own division. So a compiled dropout equals the
+    # eager one bit for bit and leaves the generator where eager leaves it, provided the
+    # draws keep their graph order: groups that draw never merge, a random op closes them,
+    # and the rewrite places them between the random ops around them (_runtime.py). The
+    # backward recomputes the mask from the saved pair; no mask is stored.
+    RUN = 512  # elements a CPU kernel draws for at once
+    _lin = None  # CUDA: the current element's linear index (set by the loop builders)
+    _mb = None  # CPU: the current element's index in the multiplier buffers
+
+    def _drop_params(self, s):
+        od, op, _, _ = self.steps[s]
+        p = op["p"]
+        thr = math.ceil((1 - p) * 2.0 ** 53)  # exact: as eager's bernoulli_ kernel
+        return f"opmath_t<{ctype(od)}>", thr, literal(_dropout_scale(od, p))
+
+    _mask_ops = None  # backward from saved masks: dropout step -> its mask operand
+
+    def _keep(self, s, idx):
+        """The multiplier m of dropout step s: mask / (1 - p) of the current element: read
+        from the forward's saved mask, or drawn (on the CPU a run of them at once into a
+        buffer, _fill_draws)."""
+        t, thr, scale = self._drop_params(s)
+        if self._mask_ops:
+            k = self._mask_ops[s]
+            return f"sel(mk{s}[{idx(k)}] != 0, {t}({scale}), {t}(0))"
+        if self.target != "cuda":
+            if self._mb is None:
+                raise AssertionError("a dropout outside a loop that draws")
+            return f"mb{s}[{self._mb}]"
+        ks, ko = self.rng[s]
+        return (f"sel(ember::philox::bernoulli53(uint64_t({self._load(ks, '0')}), "
+                f"uint64_t({self._load(ko, '0')}), {self._lin}, uint64_t({thr}ULL)), "
+                f"{t}({scale}), {t}(0))")
+
+    def _draw_buffers(self, size):
+        """Declarations of the CPU kernel's multiplier buffers (`size` elements each)."""
+        if self._mask_ops:
+            return []
+        return [f"std::vector<opmath_t<{ctype(self.steps[s][0])}>> "
+                f"mb{s}(static_cast<size_t>({size}));" for s in self.dropouts]
+
+    def _fill_draws(self, lin0, n):
+        """Lines drawing the multipliers of elements lin0 .. lin0 + n - 1 into the buffers."""
+        out = []
+        if self._mask_ops:
+            return out
+        for s in self.dropouts:
+            t, thr, scale = self._drop_params(s)
+            ks, ko = self.rng[s]
+            out.append(f"ember::philox::bernoulli53_fill<{t}>(uint64_t(in{ks}[0]), "
+                       f"uint64_t(in{ko}[0]), {lin0}, {n}, uint64_t({thr}ULL), {t}({scale}), "
+                       f"{t}(0), mb{s}.data());")
+        return out
 
     @property
     def red(self):
@@ -350,14 +433,23 @@ class Program:
         return self._row_kernel(decls, nops, unit, body_fn)
 
     def _row_kernel(self, decls, nops, unit, body_fn):
-        if self.target == "cuda":
-            from . import _cuda
-            return _cuda.row_kernel(self, decls, nops, body_fn)
-        src = self._row_head(decls, nops, unit)
-        src += self._both(body_fn, unit)
-        src.append("  }")
-        src.append("}")
-        return "\n".join(src) + "\n"
+        self._lin = "(r * L + j)"  # r: the row, j: the element in it (both targets)
+        self._mb = "j"
+        try:
+            if self.target == "cuda":
+                from . import _cuda
+                return _cuda.row_kernel(self, decls, nops, body_fn)
+            src = self._row_head(decls, nops, unit)
+            if self.dropouts:  # a row's draws first (every pass reads them)
+                at = next(i for i, ln in enumerate(src) if ln.startswith("  for (int64_t r"))
+                src[at:at] = ["  " + ln for ln in self._draw_buffers("L")]
+                src += ["    " + ln for ln in self._fill_draws("r * L", "L")]
+            src += self._both(body_fn, unit)
+            src.append("  }")
+            src.append("}")
+            return "\n".join(src) + "\n"
+        finally:
+            self._lin = self._mb = None
 
     def _backward_pointers(self, grad_inputs):
         """The backward kernel's pointer declarations: the group's inputs, the gradients of
@@ -496,15 +588,29 @@ class Program:
                "int64_t begin, int64_t end) {"]
         src += ["  " + d for d in ptr_decls]
         flat_idx = self.flat_index
+        draws = bool(self.dropouts) and not self._mask_ops
+        if draws:  # runs of at most RUN elements, their draws made first (Note [Fused dropout])
+            src += ["  " + ln for ln in self._draw_buffers(self.RUN)]
         src.append("  if (meta[0]) {")
-        src.append("    for (int64_t i = begin; i < end; ++i) {")
+        if draws:
+            src.append(f"    for (int64_t c = begin; c < end; c += {self.RUN}) {{")
+            src.append(f"    const int64_t ce = end - c < {self.RUN} ? end : c + {self.RUN};")
+            src += ["    " + ln for ln in self._fill_draws("c", "ce - c")]
+            src.append("    for (int64_t i = c; i < ce; ++i) {")
+            self._mb = "i - c"
+        else:
+            src.append("    for (int64_t i = begin; i < end; ++i) {")
         src += ["      " + ln for ln in body_fn(lambda k: flat_idx(k, "i"))]
         src.append("    }")
+        if draws:
+            src.append("    }")
         src.append("    return;")
         src.append("  }")
         if nd == 0:
             src.append("  {")
             src.append("    const int64_t i = 0;")
+            src += ["    " + ln for ln in self._fill_draws("0", "1")]
+            self._mb = "0"
             src += ["    " + ln for ln in body_fn(lambda k: "0")]
             src.append("  }")
         else:
@@ -520,6 +626,10 @@ class Program:
             src.append("    }")
             src.append(f"    int64_t run = sz[{nd - 1}] - last;")
             src.append("    if (run > end - i) run = end - i;")
+            if draws:
+                src.append(f"    if (run > {self.RUN}) run = {self.RUN};")
+                src += ["    " + ln for ln in self._fill_draws("i", "run")]
+                self._mb = "j"
             src.append("    for (int64_t j = 0; j < run; ++j) {")
             src += ["      " + ln for ln in body_fn(
                 lambda k: f"off[{k}] + j * st[{k} * {nd} + {nd - 1}]")]
@@ -527,6 +637,7 @@ class Program:
             src.append("    i += run;")
             src.append("  }")
         src.append("}")
+        self._mb = None
         return "\n".join(src) + "\n"
 
     def scalar_flags(self):
@@ -534,42 +645,68 @@ class Program:
         return [math.prod(sizes) == 1 for _, _, sizes in self.inputs]
 
     def flat_index(self, k, i):
-        if k < len(self.inputs) and self._scalar[k]:
+        if k < len(self._scalar) and self._scalar[k]:
             return "0"
         return i
 
     # ---- forward -----------------------------------------------------------------------
-    def forward_source(self):
+    def forward_source(self, masks=False):
+        """masks: the kernel also writes each dropout's mask (uint8, after the outputs) for a
+        backward that reads it instead of drawing again (elementwise groups)."""
         if self.red is not None:
+            assert not masks
             return self.row_source()
-        self._scalar = self.scalar_flags() + [False] * len(self.outputs)
-        n_in = len(self.inputs)
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        n_m = len(self.dropouts) if masks else 0
+        self._scalar = self.scalar_flags() + [False] * (n_out + n_m)
         decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"
                  for k, (_, dt, _) in enumerate(self.inputs)]
         decls += [f"{ctype(self.steps[s][0])}* __restrict__ out{j} = "
                   f"({ctype(self.steps[s][0])}*)p[{n_in + j}];"
                   for j, s in enumerate(self.outputs)]
+        decls += [f"uint8_t* __restrict__ mko{j} = (uint8_t*)p[{n_in + n_out + j}];"
+                  for j in range(n_m)]
 
         def body(idx):
             lines, _ = self.forward_body(idx)
             for j, s in enumerate(self.outputs):
                 lines.append(self._store(j, s, idx(n_in + j)))
+            for j in range(n_m):
+                lines.append(f"mko{j}[{idx(n_in + n_out + j)}] = "
+                             f"uint8_t(m{self.dropouts[j]} != 0);")
             return lines
-        return self._kernel(n_in, decls, body, n_in + len(self.outputs))
+        return self._kernel(n_in, decls, body, n_in + n_out + n_m)
 
     # ---- backward ----------------------------------------------------------------------
     def differentiable(self):
         """Steps whose value is floating (gradients flow through them)."""
         return [od in _ops.FLOATING for od, _, _, _ in self.steps]
 
-    def backward_source(self, grad_inputs):
+    def backward_source(self, grad_inputs, masks=False, scalar_gouts=None):
         """Operands: inputs, one grad per output (dtype of that output), then one result
-        per input index in `grad_inputs` (dtype of that input, iteration shape)."""
+        per input index in `grad_inputs` (dtype of that input, iteration shape); with
+        `masks`, then the forward's dropout masks (forward_source(masks=True)).
+        scalar_gouts: per output, whether its grad is one element read once (the expanded
+        gradient of a sum or mean)."""
         if self.red is not None:
+            assert not masks
             return self.row_backward_source(grad_inputs)
-        self._scalar = self.scalar_flags() + [False] * (len(self.outputs) + len(grad_inputs))
-        n_in, n_out = len(self.inputs), len(self.outputs)
+        n_in, n_out, n_g = len(self.inputs), len(self.outputs), len(grad_inputs)
+        n_m = len(self.dropouts) if masks else 0
+        self._scalar = self.scalar_flags() + list(scalar_gouts or [False] * n_out) + \
+            [False] * (n_g + n_m)
         decls = self._backward_pointers(grad_inputs)
+        decls += [f"const uint8_t* __restrict__ mk{s} = "
+                  f"(const uint8_t*)p[{n_in + n_out + n_g + j}];"
+                  for j, s in enumerate(self.dropouts[:n_m])]
+        self._mask_ops = {s: n_in + n_out + n_g + j for j, s in enumerate(self.dropouts[:n_m])}
+        try:
+            return self._backward_flat(grad_inputs, decls, n_m)
+        finally:
+            self._mask_ops = None
+
+    def _backward_flat(self, grad_inputs, decls, n_m):
+        n_in, n_out = len(self.inputs), len(self.outputs)
 
         def body(idx):
             lines, regs = self.forward_body(idx)
@@ -595,7 +732,7 @@ class Program:
                 dt = self.inputs[k][1]
                 lines.append(f"gin{j}[{idx(n_in + n_out + j)}] = {ctype(dt)}(gi{k});")
             return lines
-        return self._kernel(n_in, decls, body, n_in + n_out + len(grad_inputs))
+        return self._kernel(n_in, decls, body, n_in + n_out + len(grad_inputs) + n_m)
 
     def _backward_step(self, s, regs, adj):
         od, op, refs, cd = self.steps[s]
@@ -634,6 +771,8 @@ class Program:
                     contrib.append((b, None))  # tensor bounds: unsupported (not fused)
         elif k == "cast":
             contrib.append((refs[0], gv))
+        elif k == "dropout":
+            contrib.append((refs[0], f"{gv} * m{s}"))
         lines = []
         for ref, e in contrib:
             if e is None or ref[0] == "c" or ref not in adj:

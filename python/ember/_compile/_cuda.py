@@ -53,6 +53,7 @@ PRELUDE = """#include <cmath>
 #include <limits>
 #include <type_traits>
 #include "ember/kernels/functors.h"
+#include "ember/kernels/philox.h"
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
 #endif
@@ -162,6 +163,7 @@ def flat_kernel(prog, decls, body_fn, nops):
     src.append(f"  const int64_t n = a.v[{k - 1}];")
     src.append("  const int64_t step = int64_t(gridDim.x) * blockDim.x;")
     src.append("  const int64_t i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;")
+    prog._lin = "i"
     src.append(f"  if (a.v[{nops}]) {{")
     src.append("    for (int64_t i = i0; i < n; i += step) {")
     src += ["      " + ln for ln in body_fn(lambda q: prog.flat_index(q, "i"))]
@@ -173,6 +175,7 @@ def flat_kernel(prog, decls, body_fn, nops):
     src += ["    " + ln for ln in body_fn(lambda q: f"off{q}")]
     src.append("  }")
     src.append("}")
+    prog._lin = None
     return "\n".join(src) + "\n"
 
 
@@ -212,14 +215,14 @@ class _Target:
             self.prog.target = self.prev
 
 
-def forward_source(prog):
+def forward_source(prog, masks=False):
     with _Target(prog) as p:
-        return p.forward_source()
+        return p.forward_source(masks)
 
 
-def backward_source(prog, grad_inputs):
+def backward_source(prog, grad_inputs, masks=False, scalar_gouts=None):
     with _Target(prog) as p:
-        return p.backward_source(list(grad_inputs))
+        return p.backward_source(list(grad_inputs), masks, scalar_gouts)
 
 
 # ---- NVRTC ---------------------------------------------------------------------------------
@@ -302,7 +305,7 @@ def _headers():
         from . import _toolchain
         inc = _toolchain.include_dir()
         hs = [(n, _std_header(n)) for n in _STD_HEADERS]
-        for rel in ("ember/kernels/functors.h", "ember/core/half.h"):
+        for rel in ("ember/kernels/functors.h", "ember/kernels/philox.h", "ember/core/half.h"):
             with open(os.path.join(inc, rel)) as f:
                 hs.append((rel, f.read()))
         _header_files = hs

@@ -28,6 +28,7 @@ class Group:
         self.nodes = []  # jit nodes, in graph order
         self.id = None
         self.reduction = None  # the group's reduction node (one at most)
+        self.draws = False  # holds a dropout (Note [Fused dropout])
 
     def __repr__(self):
         return f"Group({[n.kind for n in self.nodes]}, shape={self.shape})"
@@ -122,6 +123,8 @@ def describe(node, requires_grad):
                 return None
         op = {"kind": "cast", "name": "cast"}
         args = [x]
+    if op is None and q == "aten::dropout":
+        return _describe_dropout(ins, out)
     if op is None and base in REDUCTIONS and not (requires_grad and (
             base == "amax" or not _reductions_with_grad())):
         return _describe_reduction(node, base, ins, out)
@@ -164,6 +167,31 @@ def describe(node, requires_grad):
                 op["cls"] not in ("COMPARE", "LOGICAL", "BITS"):
             return None
     return op, operands, out
+
+
+def _describe_dropout(ins, out):
+    """dropout(x, p, train=True, feature=False, alpha=False, generator=None) with 0 < p < 1
+    (Note [Fused dropout] in _codegen.py); other forms draw nothing or per channel and stay
+    eager."""
+    if len(ins) != 6 or out[0] not in _ops.FLOATING:
+        return None
+    try:
+        p, train, feature, alpha, gen = (_const_any(v) for v in ins[1:])
+    except KeyError:
+        return None
+    if not (isinstance(p, float) and 0 < p < 1) or train is not True or feature or alpha \
+            or gen is not None:
+        return None
+    info = _tensor_info(ins[0])
+    if info is None or info[0] != out[0]:
+        return None
+    return {"kind": "dropout", "name": "dropout", "p": p}, [("t", ins[0])], out
+
+
+def random_ops():
+    """Qualified names of the graph ops that draw from a generator."""
+    from .. import _C
+    return {name for name, _, _, eff in _C._jit_operators() if eff == "random"}
 
 
 # unary ops whose result is not floating never need a rule (predicates)
@@ -229,6 +257,7 @@ def find_groups(graph, rg_values):
     for name, _, _, eff in _C._jit_operators():
         if eff == "mutates":
             mutating.add(name)
+    randoms = random_ops()
 
     def deps(v):
         return anc.get(v, frozenset())
@@ -244,6 +273,11 @@ def find_groups(graph, rg_values):
         if d is None:
             for o in n.outputs():
                 anc[o] = frozenset(my_anc)
+            if n.qualified_name in randoms:
+                # draws come in graph order: no later node joins a group that draws
+                for gr in groups:
+                    if gr.draws:
+                        gr.closed = True
             if n.qualified_name in mutating:
                 # a write: groups before it must not absorb nodes after it
                 for gr in groups:
@@ -292,7 +326,10 @@ def find_groups(graph, rg_values):
                 if id(other) in _group_anc(g, anc, group_of) or \
                         id(g) in _group_anc(other, anc, group_of):
                     continue
+                if g.draws and other.draws:
+                    continue  # their draws would need an order between them
                 g.reduction = g.reduction or other.reduction
+                g.draws = g.draws or other.draws
                 for m in other.nodes:
                     group_of[m] = g
                 g.nodes = sorted(g.nodes + other.nodes, key=lambda m: nodes.index(m))
@@ -306,6 +343,11 @@ def find_groups(graph, rg_values):
             groups.append(g)
         if is_red:
             g.reduction = n
+        if op["kind"] == "dropout":
+            for gr in groups:  # another group's draws come before this one's
+                if gr is not g and gr.draws:
+                    gr.closed = True
+            g.draws = True
         g.nodes.append(n)
         group_of[n] = g
         my_anc.discard(id(g))
@@ -313,7 +355,7 @@ def find_groups(graph, rg_values):
             anc[o] = frozenset(my_anc)
     result = []
     for g in groups:
-        if len(g.nodes) < 2:
+        if len(g.nodes) < 2 and not g.draws:  # a lone dropout still saves two passes
             continue
         g.desc = [desc[n] for n in g.nodes]
         result.append(g)

@@ -36,6 +36,10 @@ class FusedKernel:
                             for _, dt, _ in prog.inputs]
         self.scalar = prog.scalar_flags() + [False] * len(prog.outputs)
         self._bwd = {}
+        # where a gradient flows through an elementwise group's dropouts, the forward saves
+        # their masks (a byte an element) so the backward does not draw again
+        self.saves_masks = bool(prog.dropouts) and prog.red is None
+        self._masked = None  # (handle, scalar flags) of that forward, built on first use
         self.id = _C._compile_register_group(self)
 
     def _load_cuda(self, source, nops):
@@ -57,12 +61,28 @@ class FusedKernel:
     def empty(self, shape, dtype):
         return ember.empty(shape, dtype=dtype, device=self.device)
 
-    def forward(self, inputs):
+    def _load_source(self, source, nops):
+        if self.cuda:
+            return self._load_cuda(source, nops)[0]
+        return _toolchain.load(source, log=_log.fusion)[0]
+
+    def forward(self, inputs, masks=False):
+        """The group's outputs; with `masks` (saves_masks), also its dropouts' masks."""
         shape = list(ember.broadcast_shapes(*[t.shape for t in inputs]))
         if self.prog.red is None:
             outs = [self.empty(shape, d) for d in self.out_dtypes]
-            self.run(self.handle, list(inputs) + outs, shape, self.scalar, 0, GRAIN)
-            return outs
+            if not masks:
+                self.run(self.handle, list(inputs) + outs, shape, self.scalar, 0, GRAIN)
+                return outs
+            n_m = len(self.prog.dropouts)
+            if self._masked is None:
+                src = (_cuda.forward_source(self.prog, True) if self.cuda
+                       else self.prog.forward_source(True))
+                self._masked = (self._load_source(src, len(self.scalar) + n_m),
+                                self.scalar + [False] * n_m)
+            ms = [self.empty(shape, ember.uint8) for _ in range(n_m)]
+            self.run(self._masked[0], list(inputs) + outs + ms, shape, self._masked[1], 0, GRAIN)
+            return outs, ms
         # a row kernel: reductions over the last dimension (Note [Generated kernels])
         keep = self.prog.steps[self.prog.red][1]["keepdim"]
         row_outs = set(self.prog.row_outputs())
@@ -79,21 +99,40 @@ class FusedKernel:
         self.run(self.handle, operands, shape, [False] * len(operands), 1, grain)
         return outs
 
-    def backward_kernel(self, need):
-        k = self._bwd.get(need)
+    def backward_kernel(self, need, masks=False, scalar_gouts=None):
+        """The backward kernel for the inputs in `need` (see Program.backward_source)."""
+        sg = tuple(scalar_gouts or (False,) * len(self.prog.outputs))
+        k = self._bwd.get((need, masks, sg))
         if k is None:
+            n_m = len(self.prog.dropouts) if masks else 0
             if self.cuda:
-                src = _cuda.backward_source(self.prog, need)
-                nops = len(self.prog.inputs) + len(self.prog.outputs) + len(need)
-                h, _, _ = self._load_cuda(src, nops)
+                src = _cuda.backward_source(self.prog, need, masks, sg)
             else:
-                src = self.prog.backward_source(list(need))
-                h, _, _ = _toolchain.load(src, log=_log.fusion)
-            flags = self.prog.scalar_flags() + [False] * (len(self.prog.outputs) + len(need))
-            k = self._bwd[need] = (h, flags, src)
+                src = self.prog.backward_source(list(need), masks, sg)
+            nops = len(self.prog.inputs) + len(self.prog.outputs) + len(need) + n_m
+            h = self._load_source(src, nops)
+            flags = self.prog.scalar_flags() + list(sg) + [False] * (len(need) + n_m)
+            k = self._bwd[(need, masks, sg)] = (h, flags, src)
         return k
 
+    def _draws(self, inputs):
+        """(seed, first block) operands for each dropout, reserved in graph order as eager
+        dropout reserves them (Note [Fused dropout])."""
+        shape = ember.broadcast_shapes(*[t.shape for t in inputs])
+        n = 1
+        for d in shape:
+            n *= d
+        out = []
+        for _ in self.prog.dropouts:
+            pair = _C._philox_reserve_bernoulli(n)
+            if self.device.type != "cpu":
+                pair = tuple(t.to(self.device) for t in pair)
+            out += pair
+        return out
+
     def __call__(self, inputs):
+        if self.prog.dropouts:
+            inputs = list(inputs) + self._draws(inputs)
         if _C.is_grad_enabled() and any(t.requires_grad for t in inputs):
             return list(_FusedFunction.apply(self, *inputs))
         return self.forward(inputs)
@@ -108,9 +147,14 @@ class _FusedFunction(Function):
 
     @staticmethod
     def forward(ctx, kernel, *inputs):
-        outs = kernel.forward(inputs)
         ctx.kernel = kernel
-        ctx.save_for_backward(*inputs)
+        ctx.n_in = len(inputs)
+        if kernel.saves_masks:
+            outs, masks = kernel.forward(inputs, masks=True)
+            ctx.save_for_backward(*inputs, *masks)
+        else:
+            outs = kernel.forward(inputs)
+            ctx.save_for_backward(*inputs)
         nondiff = [o for o in outs if not o.is_floating_point()]
         if nondiff:
             ctx.mark_non_differentiable(*nondiff)
@@ -119,22 +163,26 @@ class _FusedFunction(Function):
     @staticmethod
     def backward(ctx, *grads):
         kernel = ctx.kernel
-        inputs = ctx.saved_tensors
+        saved = ctx.saved_tensors
+        inputs, masks = saved[:ctx.n_in], list(saved[ctx.n_in:])
         need = tuple(k for k, t in enumerate(inputs)
                      if ctx.needs_input_grad[k + 1] and kernel.floating_in[k])
         result = [None] * len(inputs)
         if not need:
             return (None, *result)
-        h, flags, _ = kernel.backward_kernel(need)
         shape = list(ember.broadcast_shapes(*[t.shape for t in inputs]))
-        gouts = []
+        gouts, sg = [], []
         for g, d in zip(grads, kernel.out_dtypes):
             if g is None:
                 g = ember.zeros([], dtype=d, device=kernel.device)
+            elif kernel.prog.red is None and g.dim() and not any(g.stride()) and g.numel():
+                g = g[(0,) * g.dim()]  # one value expanded (a sum's gradient): read it once
             gouts.append(g)
+            sg.append(kernel.prog.red is None and g.dim() == 0)
+        h, flags, _ = kernel.backward_kernel(need, bool(masks), sg)
         gins = [kernel.empty(shape, inputs[k].dtype) for k in need]
         if kernel.prog.red is None:
-            kernel.run(h, list(inputs) + gouts + gins, shape, flags, 0, GRAIN)
+            kernel.run(h, list(inputs) + gouts + gins + masks, shape, flags, 0, GRAIN)
         else:
             row_outs = set(kernel.prog.row_outputs())
             gouts = [g.reshape(shape[:-1] + [1]) if j in row_outs and g.numel() > 1 else g
@@ -196,6 +244,8 @@ def fuse_graph(graph, input_requires_grad, fn_name="fn", device="cpu"):
     # that reads another group's result gets the replacing value at rewrite time
     progs = [_codegen.Program(g, _fusion._tensor_info) for g in groups]
     replaced = {}
+    randoms = _fusion.random_ops()
+    drawing = set()  # fusion_group nodes that draw
     for gi, (g, prog) in enumerate(zip(groups, progs)):
         nodes = graph.nodes()
         pos = {n: i for i, n in enumerate(nodes)}
@@ -203,11 +253,21 @@ def fuse_graph(graph, input_requires_grad, fn_name="fn", device="cpu"):
         out_values = _set_outputs(prog, g, outputs)
         if not out_values:
             continue
-        in_values = [replaced.get(v, v) for v, _, _ in prog.inputs]
+        in_values = [replaced.get(v, v) for v, _, _ in prog.inputs if v is not None]
         earliest = max([pos.get(v.node(), -1) for v in in_values] + [-1])
         users = [pos.get(u, len(nodes)) for v in out_values for u, _ in v.uses()
                  if u not in members]
         latest = min(users + [len(nodes)])
+        if prog.dropouts:
+            # between the draws around it, so the generator is read in graph order
+            first = min(pos[n] for n in g.nodes if n.qualified_name == "aten::dropout")
+            last = max(pos[n] for n in g.nodes if n.qualified_name == "aten::dropout")
+            others = [pos[n] for n in nodes if n not in members and
+                      (n.qualified_name in randoms or n in drawing)]
+            if any(first < q < last for q in others):
+                earliest = latest  # a draw in between: leave the group to eager
+            earliest = max([earliest] + [q for q in others if q < first])
+            latest = min([latest] + [q for q in others if q > last])
         if earliest >= latest:
             _log.fusion(f"{fn_name}: group {gi} skipped (no place for it in the graph)")
             continue
@@ -227,6 +287,8 @@ def fuse_graph(graph, input_requires_grad, fn_name="fn", device="cpu"):
         idc = graph.constant(kernel.id)
         call = graph.insert(graph.create_op("ember::fusion_group", [lst.output(0), idc]))
         call.source = g.nodes[0].source
+        if prog.dropouts:
+            drawing.add(call)
         unp = graph.insert(graph.create("prim::ListUnpack", [call.output(0)], len(out_values)))
         for k, v in enumerate(out_values):
             unp.output(k).set_type("Tensor")

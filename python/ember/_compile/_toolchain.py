@@ -108,7 +108,7 @@ def _headers_hash():
     if _header_hash is None:
         h = hashlib.sha256()
         inc = include_dir()
-        for rel in ("ember/kernels/functors.h", "ember/core/half.h"):
+        for rel in ("ember/kernels/functors.h", "ember/kernels/philox.h", "ember/core/half.h"):
             with open(os.path.join(inc, rel), "rb") as f:
                 h.update(f.read())
         _header_hash = h.hexdigest()

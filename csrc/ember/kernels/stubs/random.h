@@ -12,48 +12,12 @@
 #include "ember/core/scalar.h"
 #include "ember/core/tensor.h"
 #include "ember/kernels/dispatch.h"
+#include "ember/kernels/philox.h"
 
 namespace ember {
 
-// Note [Philox streams]
-// Every random op draws from Philox4x32-10, a counter-based engine: block
-// `c` of the stream for key `seed` is philox(seed, c), four independent 32-bit
-// words computed without any sequential state. An op reserves a range of
-// blocks from its Generator (advancing the generator's offset), and element i
-// of the (logically contiguous) output reads block `offset + i / per_block`,
-// lane `i % per_block`. So the samples depend only on (seed, offset, i):
-// never on the thread count, the chunking, or the device. The CUDA kernels
-// use the same functions (EMBER_HOST_DEVICE) and the same layout.
+// Philox (Note [Philox streams]): kernels/philox.h.
 namespace philox {
-
-struct Block {
-  uint32_t w[4];
-};
-
-/// Philox4x32-10's round multipliers and key increments (Random123's constants), shared by
-/// block() and the CPU's vector form (backends/cpu/random_vec.cpp, Note [Vector Philox]).
-constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-constexpr int kRounds = 10;
-
-/// The 4 words of block `counter` of the stream keyed by `seed`.
-EMBER_HOST_DEVICE inline Block block(uint64_t seed, uint64_t counter) {
-  uint32_t c0 = uint32_t(counter), c1 = uint32_t(counter >> 32), c2 = 0, c3 = 0;
-  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-  for (int r = 0; r < kRounds; ++r) {
-    uint64_t p0 = uint64_t(kMul0) * c0;
-    uint64_t p1 = uint64_t(kMul1) * c2;
-    uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
-    uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
-    c1 = uint32_t(p1);
-    c3 = uint32_t(p0);
-    c0 = n0;
-    c2 = n2;
-    k0 += kWeyl0;
-    k1 += kWeyl1;
-  }
-  return Block{{c0, c1, c2, c3}};
-}
 
 /// Uniform float in [0, 1) with `bits` random mantissa bits (<= 24).
 EMBER_HOST_DEVICE inline float to_unit_float(uint32_t x, int bits = 24) {
