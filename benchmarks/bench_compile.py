@@ -147,6 +147,19 @@ def _time(step, f, reps):
     return _median(ts)
 
 
+def _peak(lib, step, f):
+    """Bytes allocated at the peak of one step above what was allocated before it (ember's
+    CPU allocator; None for PyTorch, which has no CPU counterpart)."""
+    c = getattr(lib, "_C", None)
+    if c is None or not hasattr(c, "_cpu_reset_peak_memory_stats"):
+        return None
+    step(f)
+    c._cpu_reset_peak_memory_stats()
+    base = c._cpu_allocator_stats()["allocated_bytes"]
+    step(f)
+    return c._cpu_allocator_stats()["peak_allocated_bytes"] - base
+
+
 def worker(which, threads, names, reps):
     cache = tempfile.mkdtemp(prefix="bench_compile_")
     if which == "torch":
@@ -176,6 +189,10 @@ def worker(which, threads, names, reps):
         step(cfn)
         times[f"{name}/first"] = time.perf_counter() - t0
         times[f"{name}/compiled"] = _time(step, cfn, reps)
+        for k, f in (("eager", fn), ("compiled", cfn)):
+            peak = _peak(lib, step, f)
+            if peak is not None:
+                times[f"{name}/peak_{k}"] = peak
     print(json.dumps({"build": build, "times": times}))
 
 
@@ -191,7 +208,8 @@ def main():
         worker(a.worker, a.threads, a.names, a.reps)
         return
     names = [c for c in CASES if not a.cases or any(s in c for s in a.cases)]
-    keys = [f"{n}/{k}" for n in names for k in ("eager", "first", "compiled")]
+    keys = [f"{n}/{k}" for n in names
+            for k in ("eager", "first", "compiled", "peak_eager", "peak_compiled")]
     res = alternate(os.path.abspath(__file__), keys, a.threads, a.rounds,
                     no_torch=a.no_torch, extra=("--reps", str(a.reps)))
     e = {k: _median(v) for k, v in res["ember"]["times"].items()}
@@ -211,6 +229,15 @@ def main():
                 ["case", "ember eager", "ember compiled", "compiled/eager", "torch eager",
                  "torch.compile", "ember/torch compiled", "ember first call",
                  "torch first call", "first-call ratio"], rows)
+    rows = []
+    for n in names:
+        pe, pc = e.get(f"{n}/peak_eager"), e.get(f"{n}/peak_compiled")
+        if pe is not None and pc is not None:
+            rows.append([n, f"{pe / 2**20:.2f} MiB", f"{pc / 2**20:.2f} MiB",
+                         f"{pc / pe:.2f}x" if pe else "n/a"])
+    if rows:
+        print_table("ember peak memory of a step, above what was allocated before it",
+                    ["case", "eager", "compiled", "compiled/eager"], rows)
 
 
 if __name__ == "__main__":

@@ -90,3 +90,23 @@ def test_tensors_outlive_the_thread_that_made_them():
     made.clear()
     x = ember.ones(16)
     assert float(x.sum()) == 16.0
+
+
+def test_peak_allocated_bytes():
+    """peak_allocated_bytes: the most ever allocated since the last reset, which restarts it
+    from what is allocated now (the benchmarks' peak memory of a step)."""
+    stats = ember._C._cpu_allocator_stats
+    keep = ember.empty(1 << 18)  # 1 MiB held across the reset
+    ember._C._cpu_reset_peak_memory_stats()
+    base = stats()["allocated_bytes"]
+    assert stats()["peak_allocated_bytes"] == base
+    a = ember.empty(1 << 20)  # 4 MiB
+    b = ember.empty(1 << 19)  # 2 MiB
+    del a, b
+    ember.empty(1 << 18)  # 1 MiB, freed at once: below the peak
+    peak = stats()["peak_allocated_bytes"] - base
+    assert 6 << 20 <= peak < 7 << 20, peak
+    assert stats()["allocated_bytes"] == base
+    ember._C._cpu_reset_peak_memory_stats()
+    assert stats()["peak_allocated_bytes"] == base
+    del keep

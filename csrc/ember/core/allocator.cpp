@@ -134,6 +134,9 @@ class CachingCpuAllocator final : public Allocator {
       header_size(base) = size;
     }
     int64_t in_use = allocated_ += int64_t(size);
+    for (int64_t p = peak_.load(std::memory_order_relaxed);
+         in_use > p && !peak_.compare_exchange_weak(p, in_use, std::memory_order_relaxed);) {
+    }
     if (profiler::enabled()) profiler::record_memory(int64_t(size), in_use, false);
     void* data = static_cast<char*>(base) + kHeader;
     return DataPtr{data, data, &CachingCpuAllocator::release};
@@ -171,8 +174,10 @@ class CachingCpuAllocator final : public Allocator {
   }
 
   CpuAllocatorStats stats() {
-    return {allocated_.load(), cached_.load(), hits_.load(), misses_.load()};
+    return {allocated_.load(), cached_.load(), hits_.load(), misses_.load(), peak_.load()};
   }
+
+  void reset_peak() { peak_ = allocated_.load(); }
 
   void empty_cache() {
     std::unordered_map<size_t, std::vector<void*>> old;
@@ -198,7 +203,7 @@ class CachingCpuAllocator final : public Allocator {
  private:
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
-  std::atomic<int64_t> allocated_{0}, cached_{0}, hits_{0}, misses_{0};
+  std::atomic<int64_t> allocated_{0}, cached_{0}, hits_{0}, misses_{0}, peak_{0};
   static constexpr int64_t limit_ = int64_t(2) << 30;  // cached bytes kept at most
 };
 
@@ -223,6 +228,7 @@ Allocator* g_allocators[kNumDeviceTypes] = {nullptr, nullptr};
 
 Allocator* cpu_allocator() { return &the_cpu_allocator(); }
 CpuAllocatorStats cpu_allocator_stats() { return the_cpu_allocator().stats(); }
+void cpu_allocator_reset_peak() { the_cpu_allocator().reset_peak(); }
 void cpu_allocator_empty_cache() { the_cpu_allocator().empty_cache(); }
 
 void (*lazy_device_init_hook)(DeviceType t) = nullptr;

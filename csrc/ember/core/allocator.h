@@ -23,6 +23,7 @@ class Allocator {
 /// Statistics of the caching host allocator.
 struct CpuAllocatorStats {
   int64_t allocated_bytes, cached_bytes, cache_hits, cache_misses;
+  int64_t peak_allocated_bytes;  // the most allocated_bytes has been since the last reset
 };
 
 /// The CPU allocator: 64-byte aligned, caches freed blocks so that steady-state
@@ -30,6 +31,8 @@ struct CpuAllocatorStats {
 /// See Note [Caching host allocator] in allocator.cpp.
 Allocator* cpu_allocator();
 CpuAllocatorStats cpu_allocator_stats();
+/// Restarts peak_allocated_bytes from the bytes allocated now.
+void cpu_allocator_reset_peak();
 void cpu_allocator_empty_cache();
 
 /// The allocator for a device (CUDA's is registered by the CUDA backend,

@@ -344,8 +344,10 @@ void bind_tensor_globals(py::module_& m) {
     d["cached_bytes"] = s.cached_bytes;
     d["cache_hits"] = s.cache_hits;
     d["cache_misses"] = s.cache_misses;
+    d["peak_allocated_bytes"] = s.peak_allocated_bytes;
     return d;
   });
+  m.def("_cpu_reset_peak_memory_stats", &cpu_allocator_reset_peak);
   m.def("_cpu_empty_cache", &cpu_allocator_empty_cache);
 }
 
