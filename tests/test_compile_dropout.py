@@ -10,7 +10,7 @@ import ember
 from ember._compile import _toolchain
 
 F = ember.nn.functional
-pytestmark = pytest.mark.skipif(_toolchain.compiler() is None, reason="no C++ compiler")
+needs_cc = pytest.mark.skipif(_toolchain.compiler() is None, reason="no C++ compiler")
 
 DTYPES = [ember.float32, ember.float64, ember.float16, ember.bfloat16]
 
@@ -44,6 +44,7 @@ def _equal(a, b):
         assert ember.equal(x, y), (x, y)
 
 
+@needs_cc
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(7, 13), (), (0, 3), (1001,), (3, 4, 5), (2, 700)])
 def test_dropout_equals_eager(dtype, shape):
@@ -61,6 +62,7 @@ def test_dropout_equals_eager(dtype, shape):
         assert 0.6 < kept < 0.8
 
 
+@needs_cc
 @pytest.mark.parametrize("p", [0.5, 1e-3, 1 - 1e-3])
 def test_dropout_probability_edges(p):
     def f(x):
@@ -71,6 +73,7 @@ def test_dropout_probability_edges(p):
     _equal(e, c)
 
 
+@needs_cc
 def test_noncontiguous_broadcast_chain():
     """The strided loop (a transposed input, a broadcast row, a run longer than a draw
     buffer) and a chain around the dropout, in float64: eager's mask, values to rounding."""
@@ -87,6 +90,7 @@ def test_noncontiguous_broadcast_chain():
         assert _draws(cf) == 1
 
 
+@needs_cc
 def test_gradients_equal_eager_and_gradcheck():
     def f(x, w):
         return F.dropout(x * w, 0.4).tanh()
@@ -116,6 +120,7 @@ def test_gradients_equal_eager_and_gradcheck():
     assert ember.autograd.gradcheck(fixed, (xs, ws))
 
 
+@needs_cc
 def test_draws_keep_graph_order():
     """Random ops between dropouts: every draw happens where eager makes it."""
     def f(x):
@@ -132,6 +137,7 @@ def test_draws_keep_graph_order():
     assert _draws(cf) == 4
 
 
+@needs_cc
 def test_row_group_softmax_dropout():
     """Attention's softmax then dropout, where no gradient flows: one row kernel."""
     def f(x):
@@ -146,6 +152,7 @@ def test_row_group_softmax_dropout():
     assert any(k.prog.red is not None and k.prog.dropouts for k in _kernels(cf))
 
 
+@needs_cc
 def test_module_train_and_eval():
     m = ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.GELU(), ember.nn.Dropout(0.2))
     cm = ember.compile(m)
@@ -158,6 +165,7 @@ def test_module_train_and_eval():
     assert ember.equal(ember.compile(lambda t: F.dropout(t, 0.3, training=False))(x), x)
 
 
+@needs_cc
 def test_forms_left_eager():
     """alpha dropout, dropout2d, p = 0 and p = 1 draw differently or not at all: not fused,
     still equal to eager."""
@@ -208,6 +216,7 @@ def test_eager_bernoulli_threads_agree():
     assert abs(got[0].mean().item() - 0.25) < 0.01
 
 
+@needs_cc
 def test_cuda_kernels_compile_with_nvrtc():
     """Fused dropout's CUDA kernels (drawing forward, mask-saving forward, the backward from
     saved masks and the drawing one, a row kernel) for every floating dtype: NVRTC compiles
