@@ -64,7 +64,7 @@ class _EmulatedKernel(_runtime.FusedKernel):
     def _load_cuda(self, source, nops):
         return _Emulated(source, self.tmp), None, False
 
-    def run(self, handle, operands, shape, scalar, rows, grain):
+    def run(self, handle, operands, shape, scalar, rows, grain, chunk=0):
         handle(operands, shape, scalar, rows)
 
 
@@ -154,3 +154,32 @@ def test_dropout():
             assert ember.allclose(e, c, rtol=1e-6, atol=1e-7)
         kernels = [k for es in cf._state.static.values() for en in es for k in en.kernels]
         assert kernels and all(k.cuda and k.prog.dropouts for k in kernels)
+
+
+def test_layer_norm(monkeypatch):
+    """Fused layer_norm's CUDA form (a warp per row, its two statistics and the backward's two
+    sums combined by shuffles; the weight's and bias's gradients summed over the rows after):
+    eager's values and gradients."""
+    from ember._compile import config
+    monkeypatch.setattr(config, "fuse_reductions_with_grad", True)
+    F = ember.nn.functional
+    w = ember.randn(40, dtype=ember.float64, requires_grad=True)
+    b = ember.randn(40, dtype=ember.float64, requires_grad=True)
+
+    def f(x, r):
+        return F.dropout(F.layer_norm(x + r, (40,), w, b), 0.2) * 3
+    cf = ember.compile(f)
+    x = ember.randn(6, 40, dtype=ember.float64, requires_grad=True)
+    r = ember.randn(6, 40, dtype=ember.float64, requires_grad=True)
+    outs = []
+    for fn in (f, cf):
+        ember.manual_seed(8)
+        y = fn(x, r)
+        y.backward(ember.ones_like(y))
+        outs.append([y.detach()] + [t.grad.clone() for t in (x, r, w, b)])
+        for t in (x, r, w, b):
+            t.grad = None
+    for e, c in zip(*outs):
+        assert ember.allclose(e, c, rtol=1e-10, atol=1e-12)
+    kernels = [k for es in cf._state.static.values() for en in es for k in en.kernels]
+    assert any(k.cuda and k.prog.red is not None for k in kernels)

@@ -219,8 +219,8 @@ def test_eager_bernoulli_threads_agree():
 @needs_cc
 def test_cuda_kernels_compile_with_nvrtc():
     """Fused dropout's CUDA kernels (drawing forward, mask-saving forward, the backward from
-    saved masks and the drawing one, a row kernel) for every floating dtype: NVRTC compiles
-    them to sm_90 machine code, on machines without a GPU."""
+    saved masks and the drawing one; elementwise, softmax and layer_norm row kernels) for
+    every floating dtype: NVRTC compiles them to sm_90 machine code, without a GPU."""
     import warnings
 
     from ember._compile import _cuda, _runtime
@@ -235,9 +235,12 @@ def test_cuda_kernels_compile_with_nvrtc():
 
     def rows(x):
         return F.dropout(F.softmax(x, -1), 0.2)
+
+    def norm(x):  # layer_norm's row kernels too (Note [Fused layer_norm])
+        return F.dropout(F.layer_norm(x * 2, (6,), ember.ones(6, dtype=x.dtype)), 0.1)
     sources = []
     for dt in DTYPES:
-        for fn in (chain, rows):
+        for fn in (chain, rows, norm):
             x = ember.randn(4, 6).to(dt)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -246,10 +249,9 @@ def test_cuda_kernels_compile_with_nvrtc():
             (prog,) = _runtime.programs(g, [False])
             assert prog.dropouts
             sources.append(_cuda.forward_source(prog))
-            if prog.red is None:
-                sources += [_cuda.forward_source(prog, True),
-                            _cuda.backward_source(prog, (0,), True, (True,)),
-                            _cuda.backward_source(prog, (0,))]
+            sources += [_cuda.forward_source(prog, True),
+                        _cuda.backward_source(prog, (0,), True, (True,)),
+                        _cuda.backward_source(prog, (0,))]
     assert all("bernoulli53(" in s or "mk" in s for s in sources)
     opts, _ = _cuda.options(90)
     image, _ = ember._C._nvrtc_compile(ops._one_program(sources), "dropout.cu", opts,

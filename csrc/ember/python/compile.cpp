@@ -3,6 +3,7 @@
 // interpreter hands a fusion group to Python (python/ember/_compile/, Note [ember.compile]).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -54,7 +55,7 @@ int64_t load_kernel(const std::string& path) {
 }
 
 void run_kernel(int64_t handle, const std::vector<Tensor>& ts, const std::vector<int64_t>& shape,
-                const std::vector<bool>& scalar, int64_t rows, int64_t grain) {
+                const std::vector<bool>& scalar, int64_t rows, int64_t grain, int64_t chunk) {
   Kernel fn;
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -65,6 +66,16 @@ void run_kernel(int64_t handle, const std::vector<Tensor>& ts, const std::vector
   FusionArgs a = fusion_args(ts, shape, scalar, rows, Device(DeviceType::CPU));
   if (a.work == 0) return;
   py::gil_scoped_release nogil;
+  if (chunk > 0) {
+    // Ranges that start at multiples of `chunk`: a kernel that sums per range (a row
+    // kernel's parameter gradients) writes its partial sums to slot begin / chunk.
+    const int64_t n = (a.work + chunk - 1) / chunk;
+    parallel_for(0, n, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c)
+        fn(a.ptrs.data(), a.meta.data(), c * chunk, std::min(a.work, (c + 1) * chunk));
+    });
+    return;
+  }
   parallel_for(0, a.work, std::max<int64_t>(1, grain),
                [&](int64_t b, int64_t e) { fn(a.ptrs.data(), a.meta.data(), b, e); });
 }
@@ -90,7 +101,8 @@ void init_compile(py::module_& m) {
       },
       py::arg("operands"), py::arg("shape"), py::arg("scalar"), py::arg("rows") = 0);
   m.def("_compile_run", &run_kernel, py::arg("handle"), py::arg("operands"), py::arg("shape"),
-        py::arg("scalar"), py::arg("rows") = 0, py::arg("grain") = kGrainSize);
+        py::arg("scalar"), py::arg("rows") = 0, py::arg("grain") = kGrainSize,
+        py::arg("chunk") = 0);
   // A fusion group inside a graph the jit interpreter runs: `ember::fusion_group(inputs,
   // id)` calls the Python runner registered under `id` (it takes the GIL; the runner
   // releases it again while its kernel runs).

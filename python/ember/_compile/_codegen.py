@@ -268,7 +268,7 @@ class Program:
     def row_outputs(self):
         """Output positions whose value has one element per row (sum-type reductions)."""
         R = self.red
-        if R is None or self.steps[R][1]["name"] in ("softmax", "log_softmax"):
+        if R is None or self.steps[R][1]["name"] in ("softmax", "log_softmax", "layer_norm"):
             return []
         return [j for j, s in enumerate(self.outputs) if s == R]
 
@@ -352,6 +352,8 @@ class Program:
 
         def x_of(regs):
             return f"cv<{cc}>({regs[refs[0]]})" if refs[0][0] != "c" else literal(refs[0][1])
+        if name == "layer_norm":
+            return self._layer_norm_stats(x_of, od, refs, cc)
         src = []
         init = "0" if name in ("sum", "mean") else \
             f"-std::numeric_limits<opmath_t<{cc}>>::infinity()"
@@ -397,26 +399,69 @@ class Program:
             return "vrow"
         return src, red_expr, x_of
 
-    def row_source(self):
-        """A kernel over rows (the last dimension) for a group with a reduction."""
+    # Note [Fused layer_norm]
+    # layer_norm over the last dimension is a row reduction with two statistics: per row, a
+    # pass sums x and a second sums (x - mean)^2, both in double as eager's kernel does
+    # (nn_norm.cpp), then y = (x - mean) * rstd * w + b in opmath, eager's formula, with the
+    # weight and bias read along the row (inputs of one value per column). Its backward is
+    # eager's too: with gh = g * w and xh = (x - mean) * rstd, a pass sums gh and gh * xh
+    # over the row, and gx = rstd * (gh - mean(gh) - xh * mean(gh * xh)); the weight's and
+    # bias's gradients (g * xh, g) are sums over the rows (Note [Row partial sums]). Where a
+    # gradient flows these groups form only with config.fuse_reductions_with_grad: the
+    # backward recomputes the statistics and writes each input's gradient, and still loses
+    # to eager's.
+    def _layer_norm_stats(self, x_of, od, refs, cc):
+        idx = self._row_idx
+        R = self.red
+        def summed(var, update):
+            """A pass over the row: double `var` += update(regs), combined across lanes."""
+            out = [f"    double {var} = 0;"] + self._simd(f"reduction(+:{var})")
+            out.append(self._jloop())
+            body, regs = self.forward_body(idx, upto=R)
+            out += ["      " + ln for ln in body] + ["      " + update(regs), "    }"]
+            return out + self._warp(var, "wsum")
+        src = summed("acc", lambda regs: f"acc += double({x_of(regs)});")
+        src.append("    const double mu = acc / double(L);")
+        src += summed("q", lambda regs: f"{{ const double d = double({x_of(regs)}) - mu; "
+                                        "q += d * d; }")
+        eps = literal(self.steps[R][1]["eps"])
+        src.append(f"    const opmath_t<{cc}> amu = opmath_t<{cc}>(mu), "
+                   f"ars = opmath_t<{cc}>(1.0 / std::sqrt(q / double(L) + {eps}));")
+
+        def red_expr(rrefs, regs):
+            e = f"({x_of(regs)} - amu) * ars"
+            if refs[1][0] != "c":
+                e += f" * {self._ref(refs[1], self.steps[R][3], regs)}"
+            if refs[2][0] != "c":
+                e += f" + {self._ref(refs[2], self.steps[R][3], regs)}"
+            return f"cv<{ctype(od)}>({e})"
+        return src, red_expr, x_of
+
+    def row_source(self, masks=False):
+        """A kernel over rows (the last dimension) for a group with a reduction; with
+        `masks`, it also writes its dropouts' masks (as forward_source)."""
         R = self.red
         od = self.steps[R][0]
-        n_in = len(self.inputs)
-        nops = n_in + len(self.outputs)
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        n_m = len(self.dropouts) if masks else 0
+        nops = n_in + n_out + n_m
         decls = [f"const {ctype(dt)}* __restrict__ in{k} = (const {ctype(dt)}*)p[{k}];"
                  for k, (_, dt, _) in enumerate(self.inputs)]
         decls += [f"{ctype(self.steps[s][0])}* __restrict__ out{j} = "
                   f"({ctype(self.steps[s][0])}*)p[{n_in + j}];"
                   for j, s in enumerate(self.outputs)]
+        decls += [f"uint8_t* __restrict__ mko{j} = (uint8_t*)p[{n_in + n_out + j}];"
+                  for j in range(n_m)]
         idx = self._row_idx
         row_outs = set(self.row_outputs())
-        unit = self._input_units() + [0 if j in row_outs else 1 for j in range(len(self.outputs))]
-        full_outs = [j for j in range(len(self.outputs)) if j not in row_outs]
+        unit = self._input_units() + [0 if j in row_outs else 1 for j in range(n_out)] + \
+            [1] * n_m
+        full_outs = [j for j in range(n_out) if j not in row_outs]
 
         def body_fn():
             stats, red_expr, _ = self._row_stats()
             src = list(stats)
-            if full_outs:
+            if full_outs or n_m:
                 src += self._simd()
                 src.append(self._jloop())
                 body, regs = self.forward_body(idx, red_expr=red_expr)
@@ -425,6 +470,9 @@ class Program:
                     s_ = self.outputs[j]
                     src.append(f"      out{j}[{idx(n_in + j)}] = "
                                f"{ctype(self.steps[s_][0])}(v{s_});")
+                for j in range(n_m):
+                    src.append(f"      mko{j}[{idx(n_in + n_out + j)}] = "
+                               f"uint8_t(m{self.dropouts[j]} != 0);")
                 src.append("    }")
             lead = "if (lane == 0) " if self.target == "cuda" else ""
             for j in row_outs:
@@ -440,12 +488,16 @@ class Program:
                 from . import _cuda
                 return _cuda.row_kernel(self, decls, nops, body_fn)
             src = self._row_head(decls, nops, unit)
+            at = next(i for i, ln in enumerate(src) if ln.startswith("  for (int64_t r"))
             if self.dropouts:  # a row's draws first (every pass reads them)
-                at = next(i for i, ln in enumerate(src) if ln.startswith("  for (int64_t r"))
                 src[at:at] = ["  " + ln for ln in self._draw_buffers("L")]
                 src += ["    " + ln for ln in self._fill_draws("r * L", "L")]
+            for j, t in self._partial:  # Note [Row partial sums]
+                src.insert(at, f"  std::vector<{t}> pa{j}(static_cast<size_t>(L));")
             src += self._both(body_fn, unit)
             src.append("  }")
+            for j, _ in self._partial:
+                src.append(f"  for (int64_t j = 0; j < L; ++j) pg{j}[slot * L + j] = pa{j}[j];")
             src.append("}")
             return "\n".join(src) + "\n"
         finally:
@@ -465,19 +517,48 @@ class Program:
                   for j, k in enumerate(grad_inputs)]
         return decls
 
-    def row_backward_source(self, grad_inputs):
+    # Note [Row partial sums]
+    # A row group's input that is the same along the rows (a layer_norm weight, a bias of one
+    # value per column) gets the sum over the rows of its per-element gradient. Written per
+    # element and then summed (sum_to_size), that is a full-size buffer written and read
+    # again; instead the CPU kernel sums its range of rows into a local row and stores it as
+    # slot begin / chunk of a [chunks, L] buffer (the runner starts ranges at multiples of
+    # `chunk`, read from an int64 operand after the masks), and the runner adds the slots.
+    _partial = ()  # (position in grad_inputs, opmath type) summed per range of rows
+
+    def row_backward_source(self, grad_inputs, masks=False, scalar_gouts=None, partial=()):
         """The backward of a row group (Note [Fused backward]): per row the forward's
         statistics, a pass that runs the backward of the steps after the reduction and
         reduces what the reduction's backward needs (softmax: sum(g*y); log_softmax and
-        sum-type: sum(g)), then a pass through every step's backward."""
-        n_in, n_out = len(self.inputs), len(self.outputs)
-        nops = n_in + n_out + len(grad_inputs)
+        sum-type: sum(g); layer_norm: sum(g*w), sum(g*w*xh)), then a pass through every
+        step's backward. With `masks`, the dropouts' masks follow the gradients."""
+        n_in, n_out, n_g = len(self.inputs), len(self.outputs), len(grad_inputs)
+        n_m = len(self.dropouts) if masks else 0
+        nops = n_in + n_out + n_g + n_m
         decls = self._backward_pointers(grad_inputs)
+        decls += [f"const uint8_t* __restrict__ mk{s} = "
+                  f"(const uint8_t*)p[{n_in + n_out + n_g + j}];"
+                  for j, s in enumerate(self.dropouts[:n_m])]
         row_outs = set(self.row_outputs())
-        unit = self._input_units() + [0 if j in row_outs else 1 for j in range(n_out)] + \
-            [1] * len(grad_inputs)
-        return self._row_kernel(decls, nops, unit,
-                                lambda: self._row_backward_body(grad_inputs, row_outs))
+        sg = list(scalar_gouts or [False] * n_out)  # one element: stride 0 along the row
+        unit = self._input_units() + [0 if j in row_outs or sg[j] else 1 for j in range(n_out)] \
+            + [0 if j in partial else 1 for j in range(n_g)] + [1] * n_m
+        if partial:
+            nops += 1
+            unit.append(0)
+            for j in partial:
+                t = f"opmath_t<{ctype(self.inputs[grad_inputs[j]][1])}>"
+                decls.append(f"{t}* __restrict__ pg{j} = ({t}*)p[{n_in + n_out + j}];")
+            decls.append(f"const int64_t slot = begin / *(const int64_t*)p[{nops - 1}];")
+        self._mask_ops = {s: n_in + n_out + n_g + j for j, s in enumerate(self.dropouts[:n_m])}
+        self._partial = tuple((j, f"opmath_t<{ctype(self.inputs[grad_inputs[j]][1])}>")
+                              for j in partial)
+        try:
+            return self._row_kernel(decls, nops, unit,
+                                    lambda: self._row_backward_body(grad_inputs, row_outs))
+        finally:
+            self._mask_ops = None
+            self._partial = ()
 
     def _row_backward_body(self, grad_inputs, row_outs):
         R = self.red
@@ -509,18 +590,27 @@ class Program:
                 if ("s", s_) in adj:
                     body += self._backward_step(s_, regs, adj)
             return body, regs, adj
+        is_ln = name == "layer_norm"
+        w_of = (lambda regs: self._ref(refs[1], cd, regs)) if is_ln and refs[1][0] != "c" \
+            else (lambda regs: f"opmath_t<{cc}>(1)")
         # pass A: what the reduction's backward needs from the whole row
-        src.append(f"    opmath_t<{cc}> red_g = 0;")
-        src += self._simd("reduction(+:red_g)")
+        src.append(f"    opmath_t<{cc}> red_g = 0, red_g2 = 0;")
+        src += self._simd("reduction(+:red_g) reduction(+:red_g2)" if is_ln else
+                          "reduction(+:red_g)")
         src.append(self._jloop())
         body, regs, adj = adjoint_pass(False)
         src += ["      " + ln for ln in body]
-        if name == "softmax":
+        if is_ln:
+            src.append(f"      {{ const opmath_t<{cc}> gh = opmath_t<{cc}>(g{R}) * {w_of(regs)}; "
+                       f"red_g += gh; red_g2 += gh * ({x_of(regs)} - amu) * ars; }}")
+        elif name == "softmax":
             src.append(f"      red_g += opmath_t<{cc}>(g{R}) * cv<{cc}>(v{R});")
         else:
             src.append(f"      red_g += opmath_t<{cc}>(g{R});")
         src.append("    }")
         src += self._warp("red_g", "wsum")
+        if is_ln:
+            src += self._warp("red_g2", "wsum")
         for j in row_outs:
             src.append(f"    red_g += opmath_t<{cc}>(gout{j}[{self._off(n_in + j)}]);")
         # pass B: every step's backward
@@ -529,18 +619,31 @@ class Program:
         body, regs, adj = adjoint_pass(True)
         x = x_of(regs)
         gR = f"opmath_t<{cc}>(g{R})"
-        gx = {"softmax": f"cv<{cc}>(v{R}) * ({gR} - red_g)",
-              "log_softmax": f"{gR} - std::exp(cv<{cc}>(v{R})) * red_g",
-              "sum": "red_g", "mean": "red_g / opmath_t<" + cc + ">(L)",
-              "logsumexp": f"red_g * std::exp({x} - cv<{cc}>(vrow))"}[name]
+        xh = f"({x} - amu) * ars"
+        if is_ln:
+            t = f"opmath_t<{cc}>"
+            gx = (f"ars * ({gR} * {w_of(regs)} - red_g / {t}(L) - "
+                  f"({x} - amu) * ars * (red_g2 / {t}(L)))")
+        else:
+            gx = {"softmax": f"cv<{cc}>(v{R}) * ({gR} - red_g)",
+                  "log_softmax": f"{gR} - std::exp(cv<{cc}>(v{R})) * red_g",
+                  "sum": "red_g", "mean": "red_g / opmath_t<" + cc + ">(L)",
+                  "logsumexp": f"red_g * std::exp({x} - cv<{cc}>(vrow))"}[name]
         if refs[0] in adj:
             body.append(f"{adj[refs[0]]} += decltype({adj[refs[0]]})({gx});")
+        if is_ln and refs[1] in adj:  # the weight's share of this element: g * xh
+            body.append(f"{adj[refs[1]]} += decltype({adj[refs[1]]})({gR} * {xh});")
+        if is_ln and refs[2] in adj:
+            body.append(f"{adj[refs[2]]} += decltype({adj[refs[2]]})({gR});")
         for s_ in reversed(range(R)):
             if ("s", s_) in adj:
                 body += self._backward_step(s_, regs, adj)
         for j, k in enumerate(grad_inputs):
             dt = self.inputs[k][1]
-            body.append(f"gin{j}[{idx(n_in + n_out + j)}] = {ctype(dt)}(gi{k});")
+            if any(j == q for q, _ in self._partial):
+                body.append(f"pa{j}[j] += gi{k};")
+            else:
+                body.append(f"gin{j}[{idx(n_in + n_out + j)}] = {ctype(dt)}(gi{k});")
         src += ["      " + ln for ln in body]
         src.append("    }")
         return src
@@ -654,8 +757,7 @@ class Program:
         """masks: the kernel also writes each dropout's mask (uint8, after the outputs) for a
         backward that reads it instead of drawing again (elementwise groups)."""
         if self.red is not None:
-            assert not masks
-            return self.row_source()
+            return self.row_source(masks)
         n_in, n_out = len(self.inputs), len(self.outputs)
         n_m = len(self.dropouts) if masks else 0
         self._scalar = self.scalar_flags() + [False] * (n_out + n_m)
@@ -682,15 +784,14 @@ class Program:
         """Steps whose value is floating (gradients flow through them)."""
         return [od in _ops.FLOATING for od, _, _, _ in self.steps]
 
-    def backward_source(self, grad_inputs, masks=False, scalar_gouts=None):
+    def backward_source(self, grad_inputs, masks=False, scalar_gouts=None, partial=()):
         """Operands: inputs, one grad per output (dtype of that output), then one result
         per input index in `grad_inputs` (dtype of that input, iteration shape); with
         `masks`, then the forward's dropout masks (forward_source(masks=True)).
         scalar_gouts: per output, whether its grad is one element read once (the expanded
         gradient of a sum or mean)."""
         if self.red is not None:
-            assert not masks
-            return self.row_backward_source(grad_inputs)
+            return self.row_backward_source(grad_inputs, masks, scalar_gouts, partial)
         n_in, n_out, n_g = len(self.inputs), len(self.outputs), len(grad_inputs)
         n_m = len(self.dropouts) if masks else 0
         self._scalar = self.scalar_flags() + list(scalar_gouts or [False] * n_out) + \

@@ -125,6 +125,9 @@ def describe(node, requires_grad):
         args = [x]
     if op is None and q == "aten::dropout":
         return _describe_dropout(ins, out)
+    if op is None and q == "aten::layer_norm" and not (requires_grad and
+                                                       not _reductions_with_grad()):
+        return _describe_layer_norm(ins, out)
     if op is None and base in REDUCTIONS and not (requires_grad and (
             base == "amax" or not _reductions_with_grad())):
         return _describe_reduction(node, base, ins, out)
@@ -186,6 +189,35 @@ def _describe_dropout(ins, out):
     if info is None or info[0] != out[0]:
         return None
     return {"kind": "dropout", "name": "dropout", "p": p}, [("t", ins[0])], out
+
+
+def _describe_layer_norm(ins, out):
+    """layer_norm over the last dimension (Note [Fused layer_norm] in _codegen.py): a row
+    reduction whose weight and bias (None, or one value per column) are read along the row.
+    Where a gradient flows, only with config.fuse_reductions_with_grad, as softmax."""
+    if len(ins) != 5:
+        return None
+    x = _tensor_info(ins[0])
+    if x is None or not x[1] or x[0] not in _ops.FLOATING or out[0] != x[0]:
+        return None
+    try:
+        shape, eps = _const_any(ins[1]), _const_any(ins[4])
+    except KeyError:
+        return None
+    if not isinstance(shape, list) or shape != x[1][-1:] or not isinstance(eps, float):
+        return None
+    operands = [("t", ins[0])]
+    for v in ins[2:4]:
+        if v.type != "Tensor" or v.node().kind == "prim::Constant" and \
+                v.node().has_attr("value") and v.node().attr("value") is None:
+            operands.append(("c", None))
+            continue
+        info = _tensor_info(v)
+        if info is None or info[0] != x[0] or info[1] != shape:
+            return None
+        operands.append(("t", v))
+    return {"kind": "reduce", "name": "layer_norm", "keepdim": True, "in_shape": list(x[1]),
+            "eps": eps}, operands, out
 
 
 def random_ops():

@@ -38,7 +38,7 @@ class FusedKernel:
         self._bwd = {}
         # where a gradient flows through an elementwise group's dropouts, the forward saves
         # their masks (a byte an element) so the backward does not draw again
-        self.saves_masks = bool(prog.dropouts) and prog.red is None
+        self.saves_masks = bool(prog.dropouts)
         self._masked = None  # (handle, scalar flags) of that forward, built on first use
         self.id = _C._compile_register_group(self)
 
@@ -50,13 +50,14 @@ class FusedKernel:
             _log.fusion(f"compiled {path} with NVRTC")
         return h, path, cached
 
-    def run(self, handle, operands, shape, scalar, rows, grain):
-        """One kernel over `operands`: threaded chunks on the CPU, a launch on CUDA."""
+    def run(self, handle, operands, shape, scalar, rows, grain, chunk=0):
+        """One kernel over `operands`: threaded chunks on the CPU (starting at multiples of
+        `chunk` when given, Note [Row partial sums]), a launch on CUDA."""
         if self.cuda:
             from .. import _C_cuda
             _C_cuda._fusion_launch(handle, operands, shape, scalar, rows)
         else:
-            _C._compile_run(handle, operands, shape, scalar, rows, grain)
+            _C._compile_run(handle, operands, shape, scalar, rows, grain, chunk)
 
     def empty(self, shape, dtype):
         return ember.empty(shape, dtype=dtype, device=self.device)
@@ -66,23 +67,26 @@ class FusedKernel:
             return self._load_cuda(source, nops)[0]
         return _toolchain.load(source, log=_log.fusion)[0]
 
+    def _masked_kernel(self):
+        """The forward that also writes the dropouts' masks: (handle, scalar flags)."""
+        if self._masked is None:
+            n_m = len(self.prog.dropouts)
+            src = (_cuda.forward_source(self.prog, True) if self.cuda
+                   else self.prog.forward_source(True))
+            flags = self.scalar if self.prog.red is None else \
+                [False] * (len(self.prog.inputs) + len(self.prog.outputs))
+            self._masked = (self._load_source(src, len(self.scalar) + n_m), flags + [False] * n_m)
+        return self._masked
+
     def forward(self, inputs, masks=False):
         """The group's outputs; with `masks` (saves_masks), also its dropouts' masks."""
         shape = list(ember.broadcast_shapes(*[t.shape for t in inputs]))
+        ms = [self.empty(shape, ember.uint8) for _ in self.prog.dropouts] if masks else []
+        handle, flags = self._masked_kernel() if masks else (self.handle, None)
         if self.prog.red is None:
             outs = [self.empty(shape, d) for d in self.out_dtypes]
-            if not masks:
-                self.run(self.handle, list(inputs) + outs, shape, self.scalar, 0, GRAIN)
-                return outs
-            n_m = len(self.prog.dropouts)
-            if self._masked is None:
-                src = (_cuda.forward_source(self.prog, True) if self.cuda
-                       else self.prog.forward_source(True))
-                self._masked = (self._load_source(src, len(self.scalar) + n_m),
-                                self.scalar + [False] * n_m)
-            ms = [self.empty(shape, ember.uint8) for _ in range(n_m)]
-            self.run(self._masked[0], list(inputs) + outs + ms, shape, self._masked[1], 0, GRAIN)
-            return outs, ms
+            self.run(handle, list(inputs) + outs + ms, shape, flags or self.scalar, 0, GRAIN)
+            return (outs, ms) if masks else outs
         # a row kernel: reductions over the last dimension (Note [Generated kernels])
         keep = self.prog.steps[self.prog.red][1]["keepdim"]
         row_outs = set(self.prog.row_outputs())
@@ -96,24 +100,32 @@ class FusedKernel:
                 operands.append(o)
             outs.append(o)
         grain = max(1, GRAIN // max(1, shape[-1]))
-        self.run(self.handle, operands, shape, [False] * len(operands), 1, grain)
-        return outs
+        self.run(handle, operands + ms, shape, [False] * (len(operands) + len(ms)), 1, grain)
+        return (outs, ms) if masks else outs
 
-    def backward_kernel(self, need, masks=False, scalar_gouts=None):
+    def backward_kernel(self, need, masks=False, scalar_gouts=None, partial=()):
         """The backward kernel for the inputs in `need` (see Program.backward_source)."""
         sg = tuple(scalar_gouts or (False,) * len(self.prog.outputs))
-        k = self._bwd.get((need, masks, sg))
+        key = (need, masks, sg, partial)
+        k = self._bwd.get(key)
         if k is None:
             n_m = len(self.prog.dropouts) if masks else 0
             if self.cuda:
                 src = _cuda.backward_source(self.prog, need, masks, sg)
             else:
-                src = self.prog.backward_source(list(need), masks, sg)
-            nops = len(self.prog.inputs) + len(self.prog.outputs) + len(need) + n_m
+                src = self.prog.backward_source(list(need), masks, sg, partial)
+            nops = len(self.prog.inputs) + len(self.prog.outputs) + len(need) + n_m + \
+                (1 if partial else 0)
             h = self._load_source(src, nops)
             flags = self.prog.scalar_flags() + list(sg) + [False] * (len(need) + n_m)
-            k = self._bwd[(need, masks, sg)] = (h, flags, src)
+            k = self._bwd[key] = (h, flags, src)
         return k
+
+    def row_invariant(self, k, shape):
+        """Whether input k is the same along every row of `shape` (one value per column)."""
+        sizes = self.prog.inputs[k][2]
+        return (not self.cuda and len(shape) >= 2 and len(sizes) >= 1 and
+                sizes[-1] == shape[-1] and all(d == 1 for d in sizes[:-1]))
 
     def _draws(self, inputs):
         """(seed, first block) operands for each dropout, reserved in graph order as eager
@@ -175,20 +187,46 @@ class _FusedFunction(Function):
         for g, d in zip(grads, kernel.out_dtypes):
             if g is None:
                 g = ember.zeros([], dtype=d, device=kernel.device)
-            elif kernel.prog.red is None and g.dim() and not any(g.stride()) and g.numel():
+            elif g.dim() and not any(g.stride()) and g.numel():
                 g = g[(0,) * g.dim()]  # one value expanded (a sum's gradient): read it once
             gouts.append(g)
-            sg.append(kernel.prog.red is None and g.dim() == 0)
-        h, flags, _ = kernel.backward_kernel(need, bool(masks), sg)
-        gins = [kernel.empty(shape, inputs[k].dtype) for k in need]
+            sg.append(g.dim() == 0)
         if kernel.prog.red is None:
+            h, flags, _ = kernel.backward_kernel(need, bool(masks), sg)
+            gins = [kernel.empty(shape, inputs[k].dtype) for k in need]
             kernel.run(h, list(inputs) + gouts + gins + masks, shape, flags, 0, GRAIN)
         else:
+            # Note [Row partial sums]: inputs the same along the rows sum per range of rows
+            partial = tuple(j for j, k in enumerate(need) if kernel.row_invariant(k, shape))
+            h, flags, _ = kernel.backward_kernel(need, bool(masks), sg, partial)
             row_outs = set(kernel.prog.row_outputs())
             gouts = [g.reshape(shape[:-1] + [1]) if j in row_outs and g.numel() > 1 else g
                      for j, g in enumerate(gouts)]
-            kernel.run(h, list(inputs) + gouts + gins, shape, [False] * len(flags), 1,
-                       max(1, GRAIN // max(1, shape[-1])))
+            L = shape[-1]
+            rows = 1
+            for d in shape[:-1]:
+                rows *= d
+            grain = max(1, GRAIN // max(1, L))
+            chunk, extra = 0, []
+            gins = []
+            if partial and rows:
+                parts = max(1, min(_C.get_num_threads(), -(-rows // grain)))
+                chunk = -(-rows // parts)
+                extra = [ember.tensor(chunk, dtype=ember.int64)]
+            for j, k in enumerate(need):
+                if j in partial:
+                    dt = inputs[k].dtype
+                    acc = ember.float32 if dt in (ember.float16, ember.bfloat16) else dt
+                    buf = ember.zeros([-(-rows // max(1, chunk)), L], dtype=acc)
+                    gins.append(buf)
+                else:
+                    gins.append(kernel.empty(shape, inputs[k].dtype))
+            ops = [g[0, 0] if j in partial else g for j, g in enumerate(gins)]
+            if rows:
+                kernel.run(h, list(inputs) + gouts + ops + masks + extra, shape,
+                           [False] * (len(flags) + len(extra)), 1, grain, chunk)
+            gins = [g.sum(0).to(inputs[k].dtype) if j in partial else g
+                    for j, (k, g) in enumerate(zip(need, gins))]
         for k, g in zip(need, gins):
             if list(g.shape) != list(inputs[k].shape):
                 g = g.sum_to_size(inputs[k].shape)
