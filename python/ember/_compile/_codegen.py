@@ -24,9 +24,7 @@ PRELUDE = """#include <cmath>
 @VECTOR_MATH@#include <cstdint>
 #include <limits>
 #include <type_traits>
-#include <vector>
-#include "ember/kernels/functors.h"
-#include "ember/kernels/philox.h"
+@DRAWS@#include "ember/kernels/functors.h"
 using ember::opmath_t;
 template <typename To, typename From>
 static inline opmath_t<To> cv(From x) { return opmath_t<To>(To(x)); }
@@ -60,9 +58,13 @@ static inline T ex(T t) {
 """
 
 
-def prelude():
+def prelude(draws=False, buffers=False):
+    """The includes and helpers of a CPU kernel. philox.h (with <immintrin.h>, a third of a
+    second of parsing) and <vector> only for kernels that draw or keep row buffers."""
     from . import _toolchain
-    return PRELUDE.replace("@VECTOR_MATH@", _toolchain.vector_math())
+    extra = ("#include <vector>\n" if draws or buffers else "") + \
+        ('#include "ember/kernels/philox.h"\n' if draws else "")
+    return PRELUDE.replace("@VECTOR_MATH@", _toolchain.vector_math()).replace("@DRAWS@", extra)
 
 
 def ctype(dt):
@@ -277,7 +279,8 @@ class Program:
         the one the unit-stride body assumes (`unit`: 1, or 0 for a broadcast), then per
         row its operand offsets."""
         nd = len(self.shape)
-        src = [prelude(), 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
+        src = [prelude(bool(self.dropouts) and not self._mask_ops, bool(self._partial)),
+               'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
                "int64_t begin, int64_t end) {"]
         src += ["  " + d for d in decls]
         src.append(f"  const int64_t* sz = meta + 2; const int64_t* st = meta + 2 + {nd};")
@@ -687,7 +690,8 @@ class Program:
             from . import _cuda
             return _cuda.flat_kernel(self, ptr_decls, body_fn, nops)
         nd = len(self.shape)
-        src = [prelude(), 'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
+        src = [prelude(bool(self.dropouts) and not self._mask_ops, bool(self._partial)),
+               'extern "C" void ember_kernel(char* const* p, const int64_t* meta, '
                "int64_t begin, int64_t end) {"]
         src += ["  " + d for d in ptr_decls]
         flat_idx = self.flat_index
