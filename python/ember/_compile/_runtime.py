@@ -225,7 +225,8 @@ class _FusedFunction(Function):
             if rows:
                 kernel.run(h, list(inputs) + gouts + ops + masks + extra, shape,
                            [False] * (len(flags) + len(extra)), 1, grain, chunk)
-            gins = [g.sum(0).to(inputs[k].dtype) if j in partial else g
+            # a partial buffer's column sums, in the input's shape ([L] or [1, ..., 1, L])
+            gins = [g.sum(0).to(inputs[k].dtype).reshape(inputs[k].shape) if j in partial else g
                     for j, (k, g) in enumerate(zip(need, gins))]
         for k, g in zip(need, gins):
             if list(g.shape) != list(inputs[k].shape):
